@@ -1,0 +1,119 @@
+"""Types shared by every algorithm, and the confidence widths beta of BKB / BBKB.
+
+The contract (DESIGN §2): a factory closes over a hashable :class:`Static` config and returns
+``Algorithm(init, select, update, resparsify)`` of pure functions; float hyperparameters live in
+:class:`Params` (arrays, so a sweep can be a vmap axis without recompiling).
+
+Confidence widths (PROTOCOLS §1.2, §2), in the papers' lam-scaled variance units (UCB = mu + beta s~):
+
+* family ``bkb``  — BKB (COLT 2019):
+    code  : beta_t = sqrt(lam) F + xi sqrt(log(t) sum_s s~^2_t(x_s) + log(1/delta))      (BKB._update_beta)
+    paper : beta_t = 2 xi sqrt(alpha log(kappa^2 t) sum_s s~^2_t(x_s) + log(1/delta))
+                     + (1 + 1/sqrt(1-eps)) sqrt(lam) F,  eps = 1/2, alpha = 3             (BKB Thm 2)
+* family ``bbkb`` — BBKB (ICML 2020), with logdet accumulated once per batch over its pulls:
+    code  : logdet += sum_batch log(1 + s~^2_fb(x_s));
+            beta = sqrt(lam) F + xi sqrt(C logdet + log(1/delta))                          (Batch_BKB.update)
+    paper : logdet += sum_batch log(1 + 3 s~^2_fb(x_s));
+            alpha~ = C [2 xi sqrt(logdet + log(1/delta)) + (1 + sqrt 2) sqrt(lam) F]          (BBKB Thm 2)
+  For the exact GP with batches of one, the code form's logdet is log det(I + K/lam) (chain rule), the
+  GP-UCB width of PROTOCOLS §7. Sequential algorithms use C = 1 in these formulas.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+
+class Algorithm(NamedTuple):
+    init: Callable  # (key, problem, params) -> state
+    select: Callable  # (key, state, params) -> (query, state, info)
+    update: Callable  # (state, queries (T,) int with -1 padding, ys (T,), params) -> (state, info)
+    resparsify: Callable  # (key, state, params) -> (state, info)
+
+
+class Params(NamedTuple):
+    """Float hyperparameters (all () arrays)."""
+
+    lam: jax.Array  # regulariser / noise variance lambda of the GP
+    qbar: jax.Array  # dictionary oversampling q-bar
+    C: jax.Array  # batch threshold C~ (BBKB) or C (GP-BUCB)
+    F: jax.Array  # RKHS-norm bound F of the confidence width
+    delta: jax.Array  # confidence level delta
+    xi: jax.Array  # noise standard deviation xi used in the width
+    eps: jax.Array  # exploration probability of eps-greedy
+    kernel: dict  # kernel hyperparameters, e.g. {"sigma2": ()} for rbf
+
+
+class Static(NamedTuple):
+    """Static (hashable) configuration: shapes, capacities and discrete choices."""
+
+    A: int  # number of arms
+    d: int  # arm dimension
+    T: int  # horizon (capacity of per-observation buffers)
+    m_max: int  # dictionary capacity
+    u_max: int  # capacity of the list of unique pulled arms
+    kernel: str  # kernel family name
+    beta_family: str  # "bkb" | "bbkb"
+    beta_mode: str  # "code" | "paper"
+    resample: str  # "code" (per unique arm, with counts) | "paper" (per pull)
+    batch_rule: str  # name of the batch rule (see batch_rules.py)
+    exact_dictionary: bool = False  # force S = all pulled arms (testing: Nyström == exact)
+
+
+class ArmSet(NamedTuple):
+    """What an algorithm sees of a finite problem."""
+
+    arms: jax.Array  # (A, d)
+
+
+BETA_FAMILIES = ("bkb", "bbkb")
+BETA_MODES = ("code", "paper")
+
+
+def logdet_increment(mode: str, var_fb):
+    """Per-pull term of the BBKB width's log-determinant (code: log(1+s^2), paper: log(1+3 s^2))."""
+    return jnp.log1p(var_fb) if mode == "code" else jnp.log1p(3.0 * var_fb)
+
+
+def beta_bkb(mode: str, params: Params, t, sum_n_var, kappa2):
+    """BKB width from the current variances of the pulled arms (sum_n_var = sum_i n_i s~^2_t(x_i))."""
+    log_inv_delta = jnp.log(1.0 / params.delta)
+    root_lam_F = jnp.sqrt(params.lam) * params.F
+    t = jnp.maximum(t, 1.0)
+    if mode == "code":
+        return root_lam_F + params.xi * jnp.sqrt(jnp.maximum(jnp.log(t) * sum_n_var + log_inv_delta, 0.0))
+    log_k2t = jnp.maximum(jnp.log(kappa2 * t), 0.0)
+    return 2.0 * params.xi * jnp.sqrt(3.0 * log_k2t * sum_n_var + log_inv_delta) + (1.0 + jnp.sqrt(2.0)) * root_lam_F
+
+
+def beta_bbkb(mode: str, params: Params, logdet, c):
+    """BBKB width from the accumulated log-determinant; ``c`` is C~ for batched algorithms, 1 otherwise."""
+    log_inv_delta = jnp.log(1.0 / params.delta)
+    root_lam_F = jnp.sqrt(params.lam) * params.F
+    if mode == "code":
+        return root_lam_F + params.xi * jnp.sqrt(jnp.maximum(c * logdet + log_inv_delta, 0.0))
+    return c * (2.0 * params.xi * jnp.sqrt(logdet + log_inv_delta) + (1.0 + jnp.sqrt(2.0)) * root_lam_F)
+
+
+def lazy_argmax(ucb, fresh, refresh):
+    """Exact argmax of UCBs that only decrease in a batch (DESIGN §3; BBKB Alg. 1, L7–8).
+
+    ``ucb`` holds upper bounds (values computed earlier in the batch); ``fresh`` marks exact ones. Take the
+    argmax; while it is stale, replace it by its exact value ``refresh(i)`` and repeat. The result is the
+    exact argmax because every stale value bounds its arm's current UCB from above.
+    Returns ``(ucb, fresh, i, n_refresh)``.
+    """
+
+    def cond(c):
+        _, fr, i, _ = c
+        return ~fr[i]
+
+    def body(c):
+        u, fr, i, n = c
+        u = u.at[i].set(refresh(i))
+        fr = fr.at[i].set(True)
+        return u, fr, jnp.argmax(u), n + 1
+
+    return jax.lax.while_loop(cond, body, (ucb, fresh, jnp.argmax(ucb), jnp.zeros((), jnp.int32)))

@@ -1,0 +1,54 @@
+"""EpsGreedy, the simplest baseline of BBKB's Fig. 1 (ICML 2020; PROTOCOLS §7).
+
+With probability eps a uniformly random arm, otherwise the pulled arm with the best empirical mean
+reward (ties: lowest index). The first pull is uniform. No model, batches of one.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from sketchbo.algorithms.common import Algorithm, Params, Static
+
+
+class EpsGreedyState(NamedTuple):
+    counts: jax.Array  # (A,) float pulls with feedback
+    ysum: jax.Array  # (A,) summed rewards
+    batch_open: jax.Array  # () bool
+    batch_len: jax.Array  # () int32
+    t: jax.Array  # () int32 pulls selected so far
+
+
+def make_eps_greedy(static: Static) -> Algorithm:
+    def init(key, problem, params: Params) -> EpsGreedyState:
+        del key
+        A = problem.arms.shape[0]
+        dt = problem.arms.dtype
+        return EpsGreedyState(jnp.zeros((A,), dt), jnp.zeros((A,), dt), jnp.asarray(True),
+                              jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
+
+    def select(key, state: EpsGreedyState, params: Params):
+        k_explore, k_arm = jax.random.split(key)
+        A = state.counts.shape[0]
+        emp = jnp.where(state.counts > 0, state.ysum / jnp.maximum(state.counts, 1.0), -jnp.inf)
+        explore = (jax.random.uniform(k_explore, dtype=state.counts.dtype) < params.eps) | (state.t == 0)
+        q = jnp.where(explore, jax.random.randint(k_arm, (), 0, A, dtype=jnp.int32), jnp.argmax(emp))
+        new = state._replace(batch_open=jnp.asarray(False), batch_len=state.batch_len + 1, t=state.t + 1)
+        return q.astype(jnp.int32), new, {"n_refresh": jnp.zeros((), jnp.int32), "dict_size": jnp.zeros((), jnp.int32)}
+
+    def update(state: EpsGreedyState, queries, ys, params: Params):
+        valid = queries >= 0
+        qi = jnp.where(valid, queries, 0)
+        w = valid.astype(state.counts.dtype)
+        return state._replace(counts=state.counts.at[qi].add(w), ysum=state.ysum.at[qi].add(w * ys)), {}
+
+    def resparsify(key, state: EpsGreedyState, params: Params):
+        del key
+        new = state._replace(batch_open=jnp.asarray(True), batch_len=jnp.zeros((), jnp.int32))
+        zero = jnp.zeros((), jnp.int32)
+        return new, {"dict_size": zero, "dict_wanted": zero, "pulled_wanted": zero, "overflow": jnp.asarray(False), "rank": zero,
+                     "max_clamp": jnp.zeros((), state.counts.dtype), "beta": jnp.zeros((), state.counts.dtype)}
+
+    return Algorithm(init, select, update, resparsify)

@@ -1,0 +1,150 @@
+"""BKB, BBKB and GlobalLocal-BBKB: UCB on the Nyström (DTC) posterior with a resampled dictionary.
+
+Papers: BKB (Calandriello et al., COLT 2019, Alg. 1) and BBKB (Calandriello et al., ICML 2020, Alg. 1).
+One engine, three batch rules (``batch_rules.py``):
+
+* ``bkb``        — sequential rule: every step is a batch of one, so the dictionary is resampled and the
+                   posterior recomputed after each pull (BKB Alg. 1).
+* ``bbkb``       — BBKB's global rule 1 + sum_s s~^2_fb(x_s) <= C~ (Alg. 1, L5).
+* ``bbkb_local`` — the per-arm GlobalLocal rule of the public code.
+
+Within a batch the mean, dictionary and width are frozen; variances shrink by rank-one updates of V^{-1}
+(Alg. 1, L7) and the argmax is taken lazily over stale UCBs (L8; :func:`common.lazy_argmax`): O(A + m^2 +
+m d) per in-batch step plus O(m^2 + m d) per refreshed arm. At the batch end the feedback is added
+(``update``) and the dictionary resampled with the start-of-batch variances (L11–16, ``resparsify``).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from sketchbo.algorithms.batch_rules import BatchRule
+from sketchbo.algorithms.common import (
+    Algorithm, Params, Static, beta_bbkb, beta_bkb, lazy_argmax, logdet_increment,
+)
+from sketchbo.gp import nystrom
+from sketchbo.kernels import get_kernel
+
+
+class SparseUCBState(NamedTuple):
+    arms: jax.Array  # (A, d) arm matrix
+    kdiag: jax.Array  # (A,) k(x, x)
+    counts: jax.Array  # (A,) float, pulls whose feedback has arrived
+    ysum: jax.Array  # (A,) summed rewards of those pulls
+    dict_idx: jax.Array  # (m_max,) int32 arm index of each dictionary slot
+    dict_mask: jax.Array  # (m_max,) bool, slot in use
+    W: jax.Array  # (m_max, m_max) K_S^{+1/2}
+    Vinv: jax.Array  # (m_max, m_max) V^{-1} including the pulls of the current batch
+    M: jax.Array  # (m_max, m_max) start-of-batch W^T V^{-1} W - K_S^+/lam
+    mean: jax.Array  # (A,) start-of-batch mean mu~_fb
+    var_fb: jax.Array  # (A,) start-of-batch variances s~^2_fb (lam-scaled)
+    ucb: jax.Array  # (A,) UCBs: exact where ``fresh``, upper bounds elsewhere
+    fresh: jax.Array  # (A,) bool, ucb is exact for the current in-batch posterior
+    beta: jax.Array  # () width of the current batch
+    logdet: jax.Array  # () BBKB width accumulator (sum over pulls of log(1 + c s~^2_fb))
+    rule_acc: jax.Array  # () or (A,) batch-rule accumulator
+    batch_open: jax.Array  # () bool, the current batch continues
+    batch_len: jax.Array  # () int32 pulls in the current batch
+    t: jax.Array  # () int32 pulls selected so far
+    first_arm: jax.Array  # () int32 the uniformly drawn initial arm x_1
+
+
+def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorithm:
+    """Factory of the BKB-family algorithms for a static config and a batch rule."""
+    kernel = get_kernel(static.kernel)
+    m_max = static.m_max
+    per_pull = static.resample == "paper"
+
+    def init(key, problem, params: Params) -> SparseUCBState:
+        arms = problem.arms
+        dt = arms.dtype
+        A = arms.shape[0]
+        kdiag = kernel.diag(params.kernel, arms)
+        eye = jnp.eye(m_max, dtype=dt)
+        return SparseUCBState(
+            arms=arms, kdiag=kdiag, counts=jnp.zeros((A,), dt), ysum=jnp.zeros((A,), dt),
+            dict_idx=jnp.zeros((m_max,), jnp.int32), dict_mask=jnp.zeros((m_max,), bool),
+            W=jnp.zeros((m_max, m_max), dt), Vinv=eye / params.lam, M=jnp.zeros((m_max, m_max), dt),
+            mean=jnp.zeros((A,), dt), var_fb=kdiag / params.lam, ucb=jnp.zeros((A,), dt),
+            fresh=jnp.ones((A,), bool), beta=jnp.zeros((), dt), logdet=jnp.zeros((), dt),
+            rule_acc=rule.init(A, dt), batch_open=jnp.asarray(True), batch_len=jnp.zeros((), jnp.int32),
+            t=jnp.zeros((), jnp.int32),
+            first_arm=jax.random.randint(key, (), 0, A, dtype=jnp.int32),  # Alg. 1, L1: x_1 uniform
+        )
+
+    def _dict_points(state):
+        return state.arms[state.dict_idx]
+
+    def select(key, state: SparseUCBState, params: Params):
+        del key  # selection is deterministic given the state
+        Xs = _dict_points(state)
+
+        def kS(i):
+            return nystrom.cross_kernel(kernel, params.kernel, state.arms[i][None, :], Xs, state.dict_mask)[0]
+
+        def refresh(i):  # exact UCB of arm i under the current in-batch posterior
+            var = nystrom.embedded_variance(kS(i), state.kdiag[i], state.W, state.Vinv, params.lam)
+            return state.mean[i] + state.beta * jnp.sqrt(var)
+
+        ucb, fresh, best, n_refresh = lazy_argmax(state.ucb, state.fresh, refresh)  # Alg. 1, L4 and L8
+        first = state.t == 0
+        q = jnp.where(first, state.first_arm, best).astype(jnp.int32)
+
+        def cov_q():
+            cov = nystrom.covariance_with(
+                kernel, params.kernel, state.arms, Xs, state.dict_mask, state.M, state.arms[q], params.lam)
+            return cov, state.var_fb
+
+        acc, close = rule.step(state.rule_acc, state.var_fb[q], cov_q, params.C)  # Alg. 1, L5
+        Vinv = nystrom.add_to_batch(state.Vinv, state.W, kS(q))  # Alg. 1, L7: s~_t shrinks in-batch
+        new = state._replace(
+            ucb=ucb, fresh=jnp.zeros_like(fresh), Vinv=Vinv, rule_acc=acc,
+            batch_open=~(close | first), batch_len=state.batch_len + 1, t=state.t + 1,
+        )
+        info = {"n_refresh": n_refresh, "dict_size": jnp.sum(state.dict_mask).astype(jnp.int32)}
+        return q, new, info
+
+    def update(state: SparseUCBState, queries, ys, params: Params):
+        valid = queries >= 0
+        qi = jnp.where(valid, queries, 0)
+        w = valid.astype(state.counts.dtype)
+        incr = jnp.sum(w * logdet_increment(static.beta_mode, state.var_fb[qi]))
+        if static.beta_mode == "code":  # the public code starts logdet after the initial arm
+            incr = jnp.where(jnp.sum(state.counts) == 0, 0.0, incr)
+        new = state._replace(
+            counts=state.counts.at[qi].add(w), ysum=state.ysum.at[qi].add(w * ys), logdet=state.logdet + incr)
+        return new, {}
+
+    def resparsify(key, state: SparseUCBState, params: Params):
+        if static.exact_dictionary:
+            idx, mask, wanted = nystrom.exact_dictionary(state.counts, m_max)
+        else:  # Alg. 1, L11–16 with the start-of-batch variances s~^2_fb
+            idx, mask, wanted = nystrom.resample_dictionary(
+                key, state.var_fb, state.counts, params.qbar, per_pull, m_max)
+        p_idx, p_mask, n_unique = nystrom.pulled_list(state.counts, static.u_max)
+        post = nystrom.posterior(kernel, params.kernel, state.arms, state.kdiag, idx, mask, p_idx, p_mask,
+                                 state.counts, state.ysum, params.lam)
+        if static.beta_family == "bkb":
+            beta = beta_bkb(static.beta_mode, params, jnp.sum(state.counts),
+                            jnp.sum(state.counts * post.var), jnp.max(state.kdiag))
+        else:
+            c = 1.0 if sequential else params.C
+            beta = beta_bbkb(static.beta_mode, params, state.logdet, c)
+        A = state.arms.shape[0]
+        new = state._replace(
+            dict_idx=idx, dict_mask=mask, W=post.W, Vinv=post.Vinv, M=post.M, mean=post.mean,
+            var_fb=post.var, ucb=post.mean + beta * jnp.sqrt(post.var), fresh=jnp.ones((A,), bool),
+            beta=beta, rule_acc=rule.init(A, state.var_fb.dtype), batch_open=jnp.asarray(True),
+            batch_len=jnp.zeros((), jnp.int32),
+        )
+        info = {
+            "dict_size": jnp.minimum(wanted, m_max).astype(jnp.int32), "dict_wanted": wanted.astype(jnp.int32),
+            "pulled_wanted": n_unique.astype(jnp.int32), "overflow": (wanted > m_max) | (n_unique > static.u_max),
+            "rank": post.rank.astype(jnp.int32), "max_clamp": post.max_clamp,
+            "beta": beta,
+        }
+        return new, info
+
+    return Algorithm(init, select, update, resparsify)

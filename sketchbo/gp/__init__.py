@@ -1,0 +1,1 @@
+"""Posterior engines on fixed-capacity buffers: exact GP (reference) and Nyström / DTC."""

@@ -1,0 +1,146 @@
+"""Nyström (DTC) posterior on a fixed-capacity dictionary: the engine of BKB and BBKB.
+
+Papers: BKB (Calandriello, Carratino, Lazaric, Valko, Rosasco; COLT 2019) and BBKB ("Scaling parallel
+Gaussian process optimization with adaptive batching and resparsification", ICML 2020).
+
+With the dictionary S (``dict_idx``/``dict_mask``, capacity m_max), the embedding z(x) = W k_S(x) with
+W = K_S^{+1/2}, and pulled arms stored as counts n_i and summed rewards Y_i (PROTOCOLS §1.1):
+
+    V        = sum_i n_i z(x_i) z(x_i)^T + lam I                              (m, m)
+    mu~(x)   = z(x)^T V^{-1} sum_i z(x_i) Y_i                                 BBKB Eq. (1)
+    s~^2(x)  = (k(x,x) - z(x)^T z(x)) / lam + z(x)^T V^{-1} z(x)              BBKB Eq. (2), lam-scaled
+
+The variance of all A arms uses the one-GEMM form of DESIGN §3,
+
+    s~^2(x) = k(x,x)/lam + k_S(x)^T M k_S(x),   M = W^T V^{-1} W - K_S^+/lam,
+    mu~(x)  = k_S(x)^T a,                       a = W^T V^{-1} W sum_i k_S(x_i) Y_i,
+
+and is tested against the embedded form (:func:`embedded_variance`). Variances are in the papers'
+lam-scaled units: s~^2 = (GP posterior variance with noise lam) / lam.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from sketchbo.linalg import psd_inv_sqrt, rowwise_quad, sherman_morrison, spd_inverse
+
+
+class NystromPosterior(NamedTuple):
+    W: jax.Array  # (m_max, m_max) K_S^{+1/2}, zero rows for dropped eigenvalues, zero columns for empty slots
+    Vinv: jax.Array  # (m_max, m_max) V^{-1}
+    M: jax.Array  # (m_max, m_max) W^T V^{-1} W - K_S^+ / lam
+    a: jax.Array  # (m_max,) mean weights on k_S(x)
+    mean: jax.Array  # (A,) mu~(x) for every arm
+    var: jax.Array  # (A,) s~^2(x) for every arm (lam-scaled), clamped at 0
+    rank: jax.Array  # () int, number of eigenvalues of K_S kept
+    max_clamp: jax.Array  # () largest negative rounding clamped to zero in var
+
+
+def cross_kernel(kernel, kparams, X, Xs, mask):
+    """k_S(x) for each row of X: (n, m_max), zero in empty dictionary slots."""
+    return kernel.k(kparams, X, Xs) * mask.astype(X.dtype)[None, :]
+
+
+def posterior(kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pulled_mask, counts, ysum, lam):
+    """Full DTC posterior of all arms for a new dictionary (one resparsification, DESIGN §3).
+
+    ``pulled_idx``/``pulled_mask`` (u_max,) list the unique pulled arms; ``counts``/``ysum`` are (A,).
+    Cost: the kernel block K_AS (A m d), one (A x m)(m x m) product K_AS M with a row-wise dot, and
+    O(U m^2 + m^3) for V over the U unique pulled arms.
+    """
+    Xs = arms[dict_idx]  # (m_max, d)
+    Kss = kernel.k(kparams, Xs, Xs)
+    W, rank = psd_inv_sqrt(Kss, dict_mask)
+    K_US = cross_kernel(kernel, kparams, arms[pulled_idx], Xs, dict_mask)  # (u_max, m_max)
+    n_U = jnp.where(pulled_mask, counts[pulled_idx], 0.0)
+    Y_U = jnp.where(pulled_mask, ysum[pulled_idx], 0.0)
+    G = (K_US * n_U[:, None]).T @ K_US  # sum_i n_i k_S(x_i) k_S(x_i)^T
+    b = K_US.T @ Y_U  # sum_i k_S(x_i) Y_i
+    m = W.shape[0]
+    V = W @ G @ W.T + lam * jnp.eye(m, dtype=W.dtype)
+    Vinv = spd_inverse(V)
+    P = W.T @ Vinv @ W
+    M = P - (W.T @ W) / lam
+    a = P @ b
+    K_AS = cross_kernel(kernel, kparams, arms, Xs, dict_mask)  # (A, m_max)
+    mean = K_AS @ a  # Eq. (1)
+    var_raw = kdiag / lam + rowwise_quad(K_AS, M)  # Eq. (2), one-GEMM form
+    max_clamp = jnp.maximum(-jnp.min(var_raw), 0.0)
+    return NystromPosterior(W, Vinv, M, a, mean, jnp.maximum(var_raw, 0.0), rank, max_clamp)
+
+
+def pulled_list(counts, u_max):
+    """The unique pulled arms as a fixed-capacity list: (idx (u_max,) int32, mask (u_max,) bool, n_unique)."""
+    keep = counts > 0
+    n = jnp.sum(keep)
+    (idx,) = jnp.nonzero(keep, size=u_max, fill_value=0)
+    return idx.astype(jnp.int32), jnp.arange(u_max) < n, n
+
+
+def embedded_variance(kS_x, kdiag_x, W, Vinv, lam):
+    """BBKB Eq. (2) for one arm from its kernel row k_S(x) (m_max,): O(m^2)."""
+    z = W @ kS_x
+    return jnp.maximum((kdiag_x - z @ z) / lam + z @ (Vinv @ z), 0.0)
+
+
+def add_to_batch(Vinv, W, kS_x):
+    """In-batch variance update: V <- V + z(x) z(x)^T for a selected arm, O(m^2) (BBKB Alg. 1, L7)."""
+    return sherman_morrison(Vinv, W @ kS_x)
+
+
+def covariance_with(kernel, kparams, arms, Xs, dict_mask, M, x, lam):
+    """Approximate posterior covariance s~(x_i, x) of every arm with one point (lam-scaled, (A,)).
+
+    s~(x_i, x) = z_i^T V^{-1} z + (k(x_i, x) - z_i^T z)/lam = k_S(x_i)^T M k_S(x) + k(x_i, x)/lam.
+    Used by the GlobalLocal batch rule (PROTOCOLS §1.3 item 5). Cost O(A m d).
+    """
+    K_AS = cross_kernel(kernel, kparams, arms, Xs, dict_mask)
+    kS_x = cross_kernel(kernel, kparams, x[None, :], Xs, dict_mask)[0]
+    return K_AS @ (M @ kS_x) + kernel.k(kparams, arms, x[None, :])[:, 0] / lam
+
+
+def inclusion_probability(var_fb, counts, qbar, per_pull):
+    """Probability that each arm enters the new dictionary (BBKB Alg. 1, L13; BKB Alg. 1).
+
+    ``per_pull=True`` (paper): one Bernoulli(min(1, qbar s~^2_fb(x_s))) per pull; as the dictionary is a
+    set, an arm pulled n_i times enters with 1 - (1 - p_i)^{n_i} — the same distribution of S.
+    ``per_pull=False`` (public code): one Bernoulli(min(1, qbar n_i s~^2_fb(x_i))) per unique arm.
+    """
+    p = jnp.clip(qbar * var_fb, 0.0, 1.0)
+    pulled = counts > 0
+    if per_pull:
+        prob = 1.0 - jnp.power(1.0 - p, counts)
+    else:
+        prob = jnp.clip(qbar * counts * var_fb, 0.0, 1.0)
+    return jnp.where(pulled, prob, 0.0)
+
+
+def resample_dictionary(key, var_fb, counts, qbar, per_pull, m_max):
+    """Ridge-leverage resampling of the dictionary among pulled arms (BBKB Alg. 1, L11–16).
+
+    Returns ``(dict_idx (m_max,) int32, dict_mask (m_max,) bool, wanted () int)``; ``wanted > m_max``
+    means the capacity overflowed (the kept slots are then a truncation and the runner must re-run).
+    """
+    prob = inclusion_probability(var_fb, counts, qbar, per_pull)
+    keep = jax.random.uniform(key, var_fb.shape, dtype=var_fb.dtype) < prob
+    wanted = jnp.sum(keep)
+    (idx,) = jnp.nonzero(keep, size=m_max, fill_value=0)
+    mask = jnp.arange(m_max) < wanted
+    return idx.astype(jnp.int32), mask, wanted
+
+
+def exact_dictionary(counts, m_max):
+    """The dictionary holding every pulled arm (S = X_t): BKB/BBKB then equal GP-UCB/GP-BUCB."""
+    keep = counts > 0
+    wanted = jnp.sum(keep)
+    (idx,) = jnp.nonzero(keep, size=m_max, fill_value=0)
+    return idx.astype(jnp.int32), jnp.arange(m_max) < wanted, wanted
+
+
+__all__ = [
+    "NystromPosterior", "posterior", "embedded_variance", "add_to_batch", "covariance_with",
+    "cross_kernel", "inclusion_probability", "resample_dictionary", "exact_dictionary",
+]

@@ -1,0 +1,93 @@
+"""Covariance functions used by the papers.
+
+* ``rbf``: the Gaussian kernel of BKB (Calandriello et al., COLT 2019) and BBKB (Calandriello et al.,
+  ICML 2020), k(x, x') = exp(-||x - x'||^2 / (2 sigma2)) with the papers' "width" sigma2.
+* ``matern52``: Matérn-5/2 with ARD lengthscales and an output scale (GSSBO, Wei et al. 2025).
+* ``linear``: k(x, x') = variance * x^T x' (the examples of the authors' public BBKB code).
+
+Every kernel is a :class:`Kernel` of two pure functions, ``k(params, X, Y) -> (n, m)`` and
+``diag(params, X) -> (n,)``; ``params`` is a dict of arrays so that it can be traced and vmapped.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax.numpy as jnp
+
+
+class Kernel(NamedTuple):
+    name: str
+    k: Callable  # (params, X (n, d), Y (m, d)) -> (n, m)
+    diag: Callable  # (params, X (n, d)) -> (n,)
+    default_params: Callable  # (d: int) -> dict of float arrays
+
+
+def sq_dist(X, Y):
+    """Squared Euclidean distances (n, m), clamped at zero against cancellation."""
+    x2 = jnp.sum(X * X, axis=-1)[:, None]
+    y2 = jnp.sum(Y * Y, axis=-1)[None, :]
+    return jnp.maximum(x2 + y2 - 2.0 * X @ Y.T, 0.0)
+
+
+def _rbf_k(params, X, Y):
+    return jnp.exp(-sq_dist(X, Y) / (2.0 * params["sigma2"]))
+
+
+def _rbf_diag(params, X):
+    return jnp.ones(X.shape[:-1], dtype=X.dtype)
+
+
+def _matern52_k(params, X, Y):
+    ls = params["lengthscales"]
+    r = jnp.sqrt(sq_dist(X / ls, Y / ls) + 1e-300)  # the tiny shift keeps the gradient at r = 0 finite
+    s5r = jnp.sqrt(5.0) * r
+    return params["variance"] * (1.0 + s5r + 5.0 / 3.0 * r * r) * jnp.exp(-s5r)
+
+
+def _matern52_diag(params, X):
+    return jnp.full(X.shape[:-1], params["variance"], dtype=X.dtype)
+
+
+def _linear_k(params, X, Y):
+    return params["variance"] * (X @ Y.T)
+
+
+def _linear_diag(params, X):
+    return params["variance"] * jnp.sum(X * X, axis=-1)
+
+
+KERNELS = {
+    "rbf": Kernel("rbf", _rbf_k, _rbf_diag, lambda d: {"sigma2": 1.0}),
+    "matern52": Kernel(
+        "matern52", _matern52_k, _matern52_diag,
+        lambda d: {"lengthscales": [1.0] * d, "variance": 1.0},
+    ),
+    "linear": Kernel("linear", _linear_k, _linear_diag, lambda d: {"variance": 1.0}),
+}
+
+
+def get_kernel(name: str) -> Kernel:
+    if name not in KERNELS:
+        raise ValueError(f"kernel.name={name!r} is not a known kernel; choose one of {sorted(KERNELS)}")
+    return KERNELS[name]
+
+
+def kernel_params(name: str, d: int, dtype=jnp.float64, **overrides) -> dict:
+    """Kernel hyperparameters as arrays, defaults completed from ``overrides``; validated."""
+    kern = get_kernel(name)
+    params = dict(kern.default_params(d))
+    unknown = set(overrides) - set(params)
+    if unknown:
+        raise ValueError(f"kernel {name!r} has no parameter(s) {sorted(unknown)}; it takes {sorted(params)}")
+    params.update({k: v for k, v in overrides.items() if v is not None})
+    out = {}
+    for key, value in params.items():
+        arr = jnp.asarray(value, dtype=dtype)
+        if not bool(jnp.all(jnp.isfinite(arr))) or not bool(jnp.all(arr > 0)):
+            raise ValueError(f"kernel.{key}={value!r} is invalid; it must be finite and > 0")
+        if key == "lengthscales":
+            arr = jnp.broadcast_to(arr, (d,)) if arr.ndim == 0 else arr
+            if arr.shape != (d,):
+                raise ValueError(f"kernel.lengthscales has shape {arr.shape}; expected a scalar or ({d},)")
+        out[key] = arr
+    return out

@@ -1,0 +1,53 @@
+"""Finite-arm bandit problems (BKB / BBKB protocol, PROTOCOLS §9).
+
+``make_problem(name, **kwargs)`` builds one of :data:`PROBLEMS`:
+
+* ``gp_sample``: f drawn from an rbf GP on uniform arms in [-1, 1]^d (embedded default, no download);
+* ``linear``: the authors' BBKB code example, f(x) = x^T w* with Gaussian arms and weights;
+* ``abalone`` / ``cadata``: the dataset bandits of the BBKB paper (rows = arms, d = 8).
+
+Every factory returns a :class:`Problem` validated by :func:`check_problem`.
+"""
+from __future__ import annotations
+
+import inspect
+
+from sketchbo.problems.base import Problem, check_problem
+from sketchbo.problems.datasets import abalone, cadata, find_data_file
+from sketchbo.problems.synthetic import gp_sample, linear
+
+PROBLEMS = {
+    "gp_sample": gp_sample,
+    "linear": linear,
+    "abalone": abalone,
+    "cadata": cadata,
+}
+
+
+def make_problem(name: str, **kwargs) -> Problem:
+    """Build the problem ``name`` with the factory's keyword arguments ``kwargs``.
+
+    Unknown names and unknown keyword arguments are ValueErrors listing what is allowed; bad values
+    are ValueErrors from the factory naming the parameter.
+    """
+    if name not in PROBLEMS:
+        raise ValueError(f"problem={name!r} is not a known problem; choose one of {sorted(PROBLEMS)}")
+    factory = PROBLEMS[name]
+    allowed = list(inspect.signature(factory).parameters)
+    unknown = sorted(set(kwargs) - set(allowed))
+    if unknown:
+        raise ValueError(f"problem {name!r} has no parameter(s) {unknown}; it takes {allowed}")
+    return check_problem(factory(**kwargs))
+
+
+__all__ = [
+    "PROBLEMS",
+    "Problem",
+    "abalone",
+    "cadata",
+    "check_problem",
+    "find_data_file",
+    "gp_sample",
+    "linear",
+    "make_problem",
+]

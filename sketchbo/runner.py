@@ -1,0 +1,355 @@
+"""The runner: many seeds of one algorithm in one compiled program, driven round by round (DESIGN §3).
+
+One round = the selections of one batch (inner ``while_loop``: select until the batch rule closes it or
+t = T), then the feedback of that batch (``update``) and a resparsification, for every seed. Seeds run
+either through ``vmap`` (the default on accelerators; a seed whose batch has ended waits, masked) or a
+sequential ``lax.map`` (the default on CPU, where batched small decompositions are slow). Both give the
+same trajectories as single-seed runs: seed i uses ``jax.random.key(seed + i)`` and every random draw is
+keyed by the step or round at which it happens, never by how many seeds run beside it.
+
+A host loop calls a jitted chunk of ``rounds_per_call`` rounds, which gives progress output, per-round
+timings and a check of the dictionary capacity after every call: an overflow is never silent; the run is
+redone with a capacity about 1.5 times larger and the event is reported.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build, rule_name
+from sketchbo.kernels import KERNELS, kernel_params
+from sketchbo.problems.base import Problem, check_problem
+
+
+class RunResult(NamedTuple):
+    algorithm: str
+    problem: str
+    T: int
+    n_seeds: int
+    seeds: list
+    traces: dict  # query, reward, instant_regret, batch_index, dict_size: (n_seeds, T) numpy arrays
+    round_time_s: np.ndarray  # (n_rounds,) wall time of each round (all seeds), chunk time split evenly
+    cumulative_regret: np.ndarray  # (n_seeds,)
+    regret_ratio: np.ndarray  # (n_seeds,) R_T / (T (f* - mean f))
+    n_batches: np.ndarray  # (n_seeds,) int
+    max_batch_size: np.ndarray  # (n_seeds,) int
+    max_dict_size: np.ndarray  # (n_seeds,) int
+    wall_time_s: float  # whole run, compilation included
+    compile_time_s: float
+    device: str
+    dtype: str
+    capacity_events: list  # messages about capacity growth
+    hyperparameters: dict  # the resolved hyperparameters
+
+
+class Traces(NamedTuple):
+    """Per-seed run buffers carried through the rounds."""
+
+    query: jax.Array  # (T,) int32 arm pulled at each step (-1 before it happens)
+    batch_index: jax.Array  # (T,) int32 round (batch) of each step
+    dict_size: jax.Array  # (T,) int32 dictionary size used by each selection
+    rounds: jax.Array  # () int32 rounds executed
+    overflow: jax.Array  # () bool, a resparsification wanted more than a capacity holds
+    wanted: jax.Array  # (2,) int32 largest sizes wanted: [dictionary, unique pulled arms]
+
+
+class SeedKeys(NamedTuple):
+    init: jax.Array  # typed key of the initial state (x_1)
+    noise: jax.Array  # typed key of the observation noise
+    select: jax.Array  # folded with the step t
+    resparsify: jax.Array  # folded with the step t at the batch end
+
+
+# ---------------------------------------------------------------------------------------- validation
+
+_CHOICES = {"beta": ("code", "paper"), "beta_family": ("bkb", "bbkb"), "resample": ("code", "paper"),
+            "batch_rule": ("product", "sum"), "dictionary": ("resampled", "all_pulled")}
+
+
+def _bad(name, value, allowed):
+    return ValueError(f"{name}={value!r} is invalid; {allowed}")
+
+
+def _check_int(name, value, lo):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise _bad(name, value, f"it must be an integer >= {lo}")
+    return int(value)
+
+
+def _check_float(name, value, ok, allowed):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise _bad(name, value, allowed) from None
+    if not math.isfinite(v) or not ok(v):
+        raise _bad(name, value, allowed)
+    return v
+
+
+def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict:
+    """Defaults completed by ``params``; every value checked. Raises ValueError naming the parameter."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm={algorithm!r} is not a known algorithm; choose one of {sorted(ALGORITHMS)}")
+    spec = ALGORITHMS[algorithm]
+    params = dict(params or {})
+    params.pop("name", None)
+    unknown = sorted(set(params) - set(spec.defaults))
+    if unknown:
+        raise ValueError(f"algorithm {algorithm!r} has no parameter(s) {unknown}; it takes {sorted(spec.defaults)}")
+    hyper = {**spec.defaults, **params}
+    checks = {
+        "lam": (lambda v: v > 0, "it must be a finite number > 0"),
+        "qbar": (lambda v: v > 0, "it must be a finite number > 0"),
+        "C": (lambda v: v >= 1, "it must be a finite number >= 1"),
+        "F": (lambda v: v >= 0, "it must be a finite number >= 0"),
+        "delta": (lambda v: 0 < v < 1, "it must be in (0, 1), or null for 1/T"),
+        "eps": (lambda v: 0 <= v <= 1, "it must be in [0, 1]"),
+    }
+    if hyper.get("delta", 0.5) is None:
+        hyper["delta"] = 1.0 / T if T > 1 else 0.5
+    for key, (ok, allowed) in checks.items():
+        if key in hyper:
+            hyper[key] = _check_float(f"algorithm.{key}", hyper[key], ok, allowed)
+    for key, choices in _CHOICES.items():
+        if key in hyper and hyper[key] not in choices:
+            raise _bad(f"algorithm.{key}", hyper[key], f"choose one of {list(choices)}")
+    for key in ("m_max", "u_max"):
+        if key in hyper:
+            hyper[key] = _check_int(f"algorithm.{key}", hyper[key], 1)
+    return hyper
+
+
+def _check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call):
+    T = _check_int("T", T, 1)
+    n_seeds = _check_int("n_seeds", n_seeds, 1)
+    seed = _check_int("seed", seed, 0)
+    if dtype not in ("float64", "float32"):
+        raise _bad("dtype", dtype, "choose 'float64' or 'float32'")
+    if seed_axis not in ("auto", "map", "vmap"):
+        raise _bad("seed_axis", seed_axis, "choose 'auto', 'map' or 'vmap'")
+    if rounds_per_call is not None:
+        _check_int("rounds_per_call", rounds_per_call, 1)
+    return T, n_seeds, seed
+
+
+def _resolve_kernel(problem: Problem, kernel: dict | None, d: int, dtype) -> tuple[str, dict]:
+    spec = dict(kernel if kernel is not None else problem.kernel)
+    name = spec.pop("name", None)
+    if name not in KERNELS:
+        raise ValueError(f"kernel.name={name!r} is not a known kernel; choose one of {sorted(KERNELS)}")
+    return name, kernel_params(name, d, dtype=dtype, **spec)
+
+
+# ------------------------------------------------------------------------------------ the program
+
+def _seed_keys(seed: int) -> SeedKeys:
+    k_init, k_noise, k_select, k_resp = jax.random.split(jax.random.key(seed), 4)
+    return SeedKeys(k_init, k_noise, k_select, k_resp)
+
+
+def _make_round(alg, T: int):
+    """One round for one seed: select a batch, feed it back, resparsify; a no-op once t = T."""
+
+    def select_step(carry, keys: SeedKeys, params):
+        state, tr = carry
+        t = state.t
+        q, state, info = alg.select(jax.random.fold_in(keys.select, t), state, params)
+        tr = tr._replace(
+            query=tr.query.at[t].set(q), batch_index=tr.batch_index.at[t].set(tr.rounds),
+            dict_size=tr.dict_size.at[t].set(info["dict_size"]))
+        return state, tr
+
+    def round_(carry, keys: SeedKeys, params, f, noise, xi):
+        state, tr = carry
+        t0 = state.t
+        state, tr = jax.lax.while_loop(
+            lambda c: c[0].batch_open & (c[0].t < T), lambda c: select_step(c, keys, params), (state, tr))
+        pos = jnp.arange(T)
+        queries = jnp.where((pos >= t0) & (pos < state.t), tr.query, -1)
+        ys = f[jnp.maximum(queries, 0)] + xi * noise  # feedback y = f(x) + xi N(0, 1)
+        state, _ = alg.update(state, queries, ys, params)
+        state, info = alg.resparsify(jax.random.fold_in(keys.resparsify, state.t), state, params)
+        wanted = jnp.stack([info["dict_wanted"], info["pulled_wanted"]]).astype(jnp.int32)
+        tr = tr._replace(rounds=tr.rounds + 1, overflow=tr.overflow | info["overflow"],
+                         wanted=jnp.maximum(tr.wanted, wanted))
+        return state, tr
+
+    def maybe_round(carry, keys, params, f, noise, xi):
+        return jax.lax.cond(carry[0].t < T, lambda c: round_(c, keys, params, f, noise, xi), lambda c: c, carry)
+
+    return maybe_round
+
+
+def _over_seeds(fn, seed_axis: str):
+    """Apply a per-seed function ``fn(per_seed_args...)`` to stacked seeds (vmap or sequential map)."""
+    if seed_axis == "vmap":
+        return jax.vmap(fn)
+    return lambda *args: jax.lax.map(lambda a: fn(*a), args)
+
+
+def make_program(alg, T: int, seed_axis: str, rounds_per_call: int):
+    """(init_fn, chunk_fn): jitted functions over stacked seeds."""
+    maybe_round = _make_round(alg, T)
+
+    def init_one(keys: SeedKeys, arms, params):
+        state = alg.init(keys.init, ArmSet(arms), params)
+        noise = jax.random.normal(keys.noise, (T,), dtype=arms.dtype)
+        tr = Traces(query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
+                    dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32),
+                    overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32))
+        return (state, tr), noise
+
+    def chunk_one(keys, carry, noise, params, f, xi):
+        return jax.lax.fori_loop(0, rounds_per_call, lambda _, c: maybe_round(c, keys, params, f, noise, xi), carry)
+
+    def init_all(keys, arms, params):
+        return _over_seeds(lambda k: init_one(k, arms, params), seed_axis)(keys)
+
+    def chunk_all(keys, carry, noise, params, f, xi):
+        return _over_seeds(lambda k, c, n: chunk_one(k, c, n, params, f, xi), seed_axis)(keys, carry, noise)
+
+    return jax.jit(init_all), jax.jit(chunk_all, donate_argnums=(1,))
+
+
+# --------------------------------------------------------------------------------------- host loop
+
+class _Progress:
+    def __init__(self, enabled: bool, label: str, T: int, every_s: float = 2.0):
+        self.enabled, self.label, self.T, self.every_s = enabled, label, T, every_s
+        self.start = time.perf_counter()
+        self.last = -math.inf
+
+    def __call__(self, t_min: int, rounds: int, final: bool = False):
+        now = time.perf_counter()
+        if not self.enabled or (not final and now - self.last < self.every_s):
+            return
+        self.last = now
+        elapsed = now - self.start
+        frac = t_min / self.T
+        eta = elapsed * (1 - frac) / frac if frac > 0 else float("nan")
+        print(f"[{self.label}] round {rounds}: t={t_min}/{self.T} ({100 * frac:.0f}%) "
+              f"elapsed {elapsed:.1f}s eta {eta:.1f}s", file=sys.stderr, flush=True)
+
+
+def _default_seed_axis() -> str:
+    return "map" if jax.default_backend() == "cpu" else "vmap"
+
+
+def _execute(alg, T, keys, arms, params, f, xi, seed_axis, rounds_per_call, progress):
+    """Compile and run to t = T. Returns (carry, noise, round_times, compile_s)."""
+    init_fn, chunk_fn = make_program(alg, T, seed_axis, rounds_per_call)
+    tc = time.perf_counter()
+    init_c = init_fn.lower(keys, arms, params).compile()
+    carry, noise = init_c(keys, arms, params)
+    chunk_c = chunk_fn.lower(keys, carry, noise, params, f, xi).compile()
+    compile_s = time.perf_counter() - tc
+    round_times = []
+    while True:
+        t_call = time.perf_counter()
+        carry = chunk_c(keys, carry, noise, params, f, xi)
+        state, tr = carry
+        t_all = np.asarray(state.t)  # blocks until the chunk is done
+        dt = time.perf_counter() - t_call
+        round_times.extend([dt / rounds_per_call] * rounds_per_call)
+        rounds = int(np.max(np.asarray(tr.rounds)))
+        progress(int(t_all.min()), rounds)
+        if bool(np.any(np.asarray(tr.overflow))) or int(t_all.min()) >= T:
+            progress(int(t_all.min()), rounds, final=True)
+            return carry, noise, np.asarray(round_times[:rounds]), compile_s
+
+
+def run(algorithm: str, problem: Problem, *, T: int, n_seeds: int = 1, seed: int = 0, params: dict | None = None,
+        kernel: dict | None = None, dtype: str = "float64", seed_axis: str = "auto", progress: bool = True,
+        rounds_per_call: int | None = None) -> RunResult:
+    """Run ``n_seeds`` seeds (``seed``, ``seed + 1``, ...) of an algorithm for T pulls on a finite problem.
+
+    Everything is validated before compilation (ValueError naming the parameter). ``params`` are the
+    algorithm's hyperparameters (see ``ALGORITHMS[algorithm].defaults``); ``kernel`` overrides the
+    problem's kernel, e.g. ``{"name": "rbf", "sigma2": 5.0}``.
+    """
+    wall0 = time.perf_counter()
+    T, n_seeds, seed = _check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call)
+    hyper = resolve_hyperparameters(algorithm, params, T)
+    problem = check_problem(problem)
+    if dtype == "float64":
+        jax.config.update("jax_enable_x64", True)  # entry point: float64 on by default (DESIGN §4)
+    jdt = jnp.float64 if dtype == "float64" else jnp.float32
+    A, d = problem.arms.shape
+    kname, kparams = _resolve_kernel(problem, kernel, d, jdt)
+    spec = ALGORITHMS[algorithm]
+    lam = hyper.get("lam", 1.0)
+    xi = float(problem.noise_std) if problem.noise_std is not None else math.sqrt(lam)  # xi^2 = lam (§9)
+    seed_axis = _default_seed_axis() if seed_axis == "auto" else seed_axis
+    if rounds_per_call is None:
+        rounds_per_call = 4 if spec.batched else max(1, min(64, T // 100))
+
+    arms = jnp.asarray(problem.arms, jdt)
+    f = jnp.asarray(problem.f, jdt)
+    pvals = Params(
+        lam=jnp.asarray(lam, jdt), qbar=jnp.asarray(hyper.get("qbar", 1.0), jdt),
+        C=jnp.asarray(hyper.get("C", 1.0), jdt), F=jnp.asarray(hyper.get("F", 0.0), jdt),
+        delta=jnp.asarray(hyper.get("delta", 0.5), jdt), xi=jnp.asarray(xi, jdt),
+        eps=jnp.asarray(hyper.get("eps", 0.0), jdt), kernel=kparams)
+    seeds = [seed + i for i in range(n_seeds)]
+    keys = jax.tree.map(lambda *k: jnp.stack(k), *[_seed_keys(s) for s in seeds])
+    sparse = spec.engine == "sparse"
+    m_max = min(hyper.get("m_max", 1), A) if sparse else 1
+    u_max = min(hyper.get("u_max", 1), A, T) if sparse else 1
+    events = []
+    label = f"{algorithm}/{problem.name}"
+    compile_total = 0.0
+    while True:
+        static = Static(A=A, d=d, T=T, m_max=m_max, u_max=u_max, kernel=kname, beta_family=hyper.get("beta_family", "bbkb"),
+                        beta_mode=hyper.get("beta", "code"), resample=hyper.get("resample", "code"),
+                        batch_rule=rule_name(spec, hyper),
+                        exact_dictionary=hyper.get("dictionary") == "all_pulled")
+        alg = build(spec, static)
+        carry, noise, round_times, compile_s = _execute(
+            alg, T, keys, arms, pvals, f, jnp.asarray(xi, jdt), seed_axis, rounds_per_call,
+            _Progress(progress, label, T))
+        compile_total += compile_s
+        tr = carry[1]
+        if not bool(np.any(np.asarray(tr.overflow))):
+            break
+        wanted = np.asarray(tr.wanted).max(axis=0)
+        for name, cap, want in (("dictionary capacity m_max", m_max, wanted[0]),
+                                ("pulled-arm capacity u_max", u_max, wanted[1])):
+            if want > cap:
+                events.append(f"{name}={cap} overflowed (a seed wanted {want}); re-running with "
+                              f"{name.split()[-1]}={min(A, math.ceil(1.5 * want))}")
+                print(f"[{label}] {events[-1]}", file=sys.stderr, flush=True)
+        m_max = min(A, max(m_max, math.ceil(1.5 * wanted[0]))) if wanted[0] > m_max else m_max
+        u_max = min(A, T, max(u_max, math.ceil(1.5 * wanted[1]))) if wanted[1] > u_max else u_max
+    return _collect(algorithm, problem, T, seeds, carry, noise, xi, round_times, wall0, compile_total,
+                    dtype, events, {**hyper, "m_max_final": m_max, "u_max_final": u_max, "xi": xi})
+
+
+def _collect(algorithm, problem, T, seeds, carry, noise, xi, round_times, wall0, compile_s, dtype, events, hyper):
+    tr = carry[1]
+    query = np.asarray(tr.query)
+    f = np.asarray(problem.f)
+    f_star = float(f.max())
+    inst = f_star - f[query]
+    reward = f[query] + xi * np.asarray(noise, dtype=np.float64)
+    batch_index = np.asarray(tr.batch_index)
+    cum = inst.sum(axis=1)
+    unif = T * (f_star - float(f.mean()))
+    ratio = cum / unif if unif > 0 else np.full_like(cum, np.nan)
+    max_batch = np.array([np.bincount(b).max() for b in batch_index])
+    dev = jax.devices()[0]
+    return RunResult(
+        algorithm=algorithm, problem=problem.name, T=T, n_seeds=len(seeds), seeds=list(seeds),
+        traces={"query": query, "reward": reward, "instant_regret": inst, "batch_index": batch_index,
+                "dict_size": np.asarray(tr.dict_size)},
+        round_time_s=round_times, cumulative_regret=cum, regret_ratio=ratio,
+        n_batches=np.asarray(tr.rounds).astype(int), max_batch_size=max_batch,
+        max_dict_size=np.asarray(tr.dict_size).max(axis=1).astype(int),
+        wall_time_s=time.perf_counter() - wall0, compile_time_s=compile_s,
+        device=f"{dev.platform}:{getattr(dev, 'device_kind', '')}", dtype=dtype, capacity_events=events,
+        hyperparameters=hyper)

@@ -1,0 +1,184 @@
+"""Numerical tests of the GP engines against a dense float64 exact GP."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sketchbo.gp import exact, nystrom
+from sketchbo.kernels import get_kernel, kernel_params
+from sketchbo.linalg import psd_inv_sqrt
+
+RBF = get_kernel("rbf")
+
+
+def _problem(A=60, d=3, seed=0, n_pulls=40):
+    rng = np.random.default_rng(seed)
+    arms = jnp.asarray(rng.uniform(-1, 1, (A, d)))
+    kp = kernel_params("rbf", d, sigma2=0.5)
+    pulled = rng.integers(0, A // 2, n_pulls)  # repeats on purpose
+    counts = np.bincount(pulled, minlength=A).astype(float)
+    ysum = np.zeros(A)
+    np.add.at(ysum, pulled, rng.normal(size=n_pulls))
+    return arms, kp, jnp.asarray(counts), jnp.asarray(ysum)
+
+
+def _pulled(counts, u_max=64):
+    return nystrom.pulled_list(counts, u_max)[:2]
+
+
+def _dict_of(counts, m_max):
+    return nystrom.exact_dictionary(counts, m_max)[:2]
+
+
+@pytest.mark.parametrize("lam", [0.05, 0.2, 1.0])
+def test_dtc_equals_exact_gp_when_dictionary_holds_every_pulled_arm(lam):
+    arms, kp, counts, ysum = _problem()
+    idx, mask = _dict_of(counts, 40)
+    kdiag = RBF.diag(kp, arms)
+    post = nystrom.posterior(RBF, kp, arms, kdiag, idx, mask, *_pulled(counts), counts, ysum, lam)
+    mean, var = exact.dense_posterior(RBF, kp, arms, counts, ysum, lam)
+    np.testing.assert_allclose(post.mean, mean, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(post.var, var / lam, rtol=1e-8, atol=1e-10)  # lam-scaled units
+
+
+def test_one_gemm_variance_equals_embedded_form_for_a_partial_dictionary():
+    arms, kp, counts, ysum = _problem(seed=1)
+    lam = 0.2
+    idx = jnp.asarray(np.r_[np.nonzero(np.asarray(counts))[0][:7], np.zeros(5, int)], jnp.int32)
+    mask = jnp.arange(12) < 7
+    kdiag = RBF.diag(kp, arms)
+    post = nystrom.posterior(RBF, kp, arms, kdiag, idx, mask, *_pulled(counts), counts, ysum, lam)
+    Xs = arms[idx]
+    K_AS = nystrom.cross_kernel(RBF, kp, arms, Xs, mask)
+    emb = jax.vmap(lambda k, kd: nystrom.embedded_variance(k, kd, post.W, post.Vinv, lam))(K_AS, kdiag)
+    np.testing.assert_allclose(post.var, emb, rtol=1e-9, atol=1e-12)
+    assert float(post.max_clamp) < 1e-10  # any clamped value was rounding only
+
+
+def test_dtc_against_explicit_nystrom_formula():
+    """BBKB Eq. (1)-(2) written with an explicit embedding Z = K_AS K_SS^{+1/2} (dense numpy)."""
+    arms, kp, counts, ysum = _problem(seed=2)
+    lam = 0.3
+    sel = np.nonzero(np.asarray(counts))[0][:9]
+    idx = jnp.asarray(sel, jnp.int32)
+    mask = jnp.ones(9, bool)
+    kdiag = RBF.diag(kp, arms)
+    post = nystrom.posterior(RBF, kp, arms, kdiag, idx, mask, *_pulled(counts), counts, ysum, lam)
+    A_ = np.asarray(arms)
+    Kss = np.asarray(RBF.k(kp, A_[sel], A_[sel]))
+    w, U = np.linalg.eigh(Kss)
+    Z = np.asarray(RBF.k(kp, A_, A_[sel])) @ U @ np.diag(w ** -0.5) @ U.T
+    n = np.asarray(counts)
+    V = Z.T @ (n[:, None] * Z) + lam * np.eye(9)
+    mu = Z @ np.linalg.solve(V, Z.T @ np.asarray(ysum))
+    var = (1.0 - np.sum(Z * Z, 1)) / lam + np.sum(Z * np.linalg.solve(V, Z.T).T, 1)
+    np.testing.assert_allclose(post.mean, mu, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(post.var, var, rtol=1e-8, atol=1e-10)
+
+
+def test_in_batch_update_equals_recomputation_from_scratch():
+    arms, kp, counts, ysum = _problem(seed=3)
+    lam = 0.2
+    idx, mask = _dict_of(counts, 40)
+    kdiag = RBF.diag(kp, arms)
+    post = nystrom.posterior(RBF, kp, arms, kdiag, idx, mask, *_pulled(counts), counts, ysum, lam)
+    Xs = arms[idx]
+    batch = [50, 51, 50, 7]  # new arms, a repeat, an arm already pulled
+    Vinv = post.Vinv
+    for i in batch:
+        Vinv = nystrom.add_to_batch(Vinv, post.W, nystrom.cross_kernel(RBF, kp, arms[i][None], Xs, mask)[0])
+    counts2 = counts.at[jnp.asarray(batch)].add(1.0)
+    # same dictionary, batch pulls added to V: the variance does not depend on the rewards
+    ref = nystrom.posterior(RBF, kp, arms, kdiag, idx, mask, *_pulled(counts2), counts2, ysum, lam)
+    K_AS = nystrom.cross_kernel(RBF, kp, arms, Xs, mask)
+    upd = jax.vmap(lambda k, kd: nystrom.embedded_variance(k, kd, post.W, Vinv, lam))(K_AS, kdiag)
+    np.testing.assert_allclose(upd, ref.var, rtol=1e-8, atol=1e-12)
+
+
+def test_rank_deficient_dictionary_with_duplicate_arms_stays_finite_and_correct():
+    arms, kp, counts, ysum = _problem(seed=4)
+    arms = arms.at[1].set(arms[0]).at[2].set(arms[0])  # three identical arms
+    counts = counts.at[0].set(2.0).at[1].set(1.0).at[2].set(3.0)
+    lam = 0.1
+    idx, mask = _dict_of(counts, 40)
+    kdiag = RBF.diag(kp, arms)
+    post = nystrom.posterior(RBF, kp, arms, kdiag, idx, mask, *_pulled(counts), counts, ysum, lam)
+    assert int(post.rank) < int(jnp.sum(mask))  # duplicates dropped by the eigenvalue threshold
+    assert np.all(np.isfinite(post.mean)) and np.all(np.isfinite(post.var))
+    mean, var = exact.dense_posterior(RBF, kp, arms, counts, ysum, lam)
+    np.testing.assert_allclose(post.mean, mean, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(post.var, var / lam, rtol=1e-7, atol=1e-9)
+
+
+def test_psd_inv_sqrt_drops_small_eigenvalues_and_masked_slots():
+    rng = np.random.default_rng(5)
+    B = rng.normal(size=(6, 3))
+    K = jnp.asarray(np.pad(B @ B.T, ((0, 2), (0, 2))) + np.diag([0] * 6 + [7.0, 7.0]))  # rank 3 + 2 masked
+    mask = jnp.arange(8) < 6
+    W, rank = psd_inv_sqrt(K, mask)
+    assert int(rank) == 3
+    assert np.all(np.asarray(W)[:, 6:] == 0)
+    Kp = np.asarray(W.T @ W)[:6, :6]
+    np.testing.assert_allclose(Kp, np.linalg.pinv(np.asarray(K)[:6, :6], rcond=1e-10), atol=1e-8)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_lemma4_deterministic_in_batch_bound(seed):
+    """BBKB Lemma 4 (squared form of the proofs): s~^2_fb(x)/(1 + sum_s s~^2_fb(x_s)) <= s~^2_t(x) <= s~^2_fb(x)."""
+    rng = np.random.default_rng(100 + seed)
+    arms, kp, counts, ysum = _problem(A=80, d=2, seed=seed, n_pulls=int(rng.integers(5, 40)))
+    lam = float(rng.choice([0.05, 0.2, 1.0]))
+    pulled = np.nonzero(np.asarray(counts))[0]
+    sel = rng.choice(pulled, size=max(1, len(pulled) // 2), replace=False)
+    m_max = 40
+    idx = jnp.asarray(np.r_[sel, np.zeros(m_max - len(sel), int)], jnp.int32)
+    mask = jnp.arange(m_max) < len(sel)
+    kdiag = RBF.diag(kp, arms)
+    post = nystrom.posterior(RBF, kp, arms, kdiag, idx, mask, *_pulled(counts), counts, ysum, lam)
+    Xs = arms[idx]
+    batch = rng.integers(0, 80, int(rng.integers(1, 30)))
+    Vinv = post.Vinv
+    for i in batch:
+        Vinv = nystrom.add_to_batch(Vinv, post.W, nystrom.cross_kernel(RBF, kp, arms[i][None], Xs, mask)[0])
+    K_AS = nystrom.cross_kernel(RBF, kp, arms, Xs, mask)
+    var_t = np.asarray(jax.vmap(lambda k, kd: nystrom.embedded_variance(k, kd, post.W, Vinv, lam))(K_AS, kdiag))
+    var_fb = np.asarray(post.var)
+    lower = var_fb / (1.0 + var_fb[batch].sum())
+    assert np.all(var_t <= var_fb * (1 + 1e-9) + 1e-12)
+    assert np.all(var_t >= lower * (1 - 1e-9) - 1e-12)
+
+
+def test_incremental_exact_gp_equals_dense_reference():
+    arms, kp, _, _ = _problem(A=50, seed=6)
+    lam = 0.2
+    rng = np.random.default_rng(6)
+    pulls = rng.integers(0, 50, 30)
+    ys = rng.normal(size=30)
+    gp = exact.init_exact(RBF.diag(kp, arms), 30)
+    for r, j in enumerate(pulls):
+        gp = exact.add_observation(RBF, kp, arms, gp, int(j), lam)
+        if r in (9, 29):  # feedback in two batches
+            gp = exact.add_feedback(gp, jnp.asarray(ys))
+    counts = np.bincount(pulls, minlength=50).astype(float)
+    ysum = np.zeros(50)
+    np.add.at(ysum, pulls, ys)
+    mean, var = exact.dense_posterior(RBF, kp, arms, counts, ysum, lam)
+    np.testing.assert_allclose(gp.mean, mean, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(gp.var, var, rtol=1e-8, atol=1e-10)
+
+
+def test_resampling_probabilities_code_and_paper():
+    var = jnp.asarray([0.1, 0.3, 0.6, 0.2])
+    counts = jnp.asarray([2.0, 1.0, 0.0, 3.0])
+    code = nystrom.inclusion_probability(var, counts, 2.0, per_pull=False)
+    paper = nystrom.inclusion_probability(var, counts, 2.0, per_pull=True)
+    np.testing.assert_allclose(code, [0.4, 0.6, 0.0, 1.0])
+    np.testing.assert_allclose(paper, [1 - 0.8 ** 2, 0.6, 0.0, 1 - 0.6 ** 3])
+    # empirical frequencies of the sampler match the probabilities
+    keys = jax.random.split(jax.random.key(0), 4000)
+    masks = jax.vmap(lambda k: nystrom.resample_dictionary(k, var, counts, 2.0, True, 4)[1])(keys)
+    idxs = jax.vmap(lambda k: nystrom.resample_dictionary(k, var, counts, 2.0, True, 4)[0])(keys)
+    freq = np.zeros(4)
+    for i, m in zip(np.asarray(idxs), np.asarray(masks)):
+        freq[i[m]] += 1
+    np.testing.assert_allclose(freq / 4000, paper, atol=0.03)

@@ -97,13 +97,50 @@ def beta_bbkb(mode: str, params: Params, logdet, c):
     return c * (2.0 * params.xi * jnp.sqrt(logdet + log_inv_delta) + (1.0 + jnp.sqrt(2.0)) * root_lam_F)
 
 
-def lazy_argmax(ucb, fresh, refresh):
+def first_argmax(u):
+    """Index of the first maximum of a 1-D array (``jnp.argmax`` semantics, about 3x faster on CPU)."""
+    n = u.shape[0]
+    return jnp.minimum(jnp.min(jnp.where(u == jnp.max(u), jnp.arange(n), n)), n - 1)
+
+
+class UCBTable(NamedTuple):
+    """UCB values of A arms in blocks of B with each block's maximum: argmax and single-entry updates in
+    O(A/B + B) instead of O(A) (B ~ sqrt(A)). Padding entries hold -inf."""
+
+    values: jax.Array  # (n_blocks, B) UCB of arm b*B + j
+    block_max: jax.Array  # (n_blocks,) max of each block
+
+
+def ucb_table(u, block: int) -> UCBTable:
+    A = u.shape[0]
+    nb = -(-A // block)
+    vals = jnp.full((nb * block,), -jnp.inf, u.dtype).at[:A].set(u).reshape(nb, block)
+    return UCBTable(vals, jnp.max(vals, axis=1))
+
+
+def table_argmax(tab: UCBTable):
+    b = first_argmax(tab.block_max)
+    return b * tab.values.shape[1] + first_argmax(tab.values[b])
+
+
+def table_set(tab: UCBTable, i, value) -> UCBTable:
+    B = tab.values.shape[1]
+    b, j = i // B, i % B
+    row = tab.values[b].at[j].set(value)
+    return UCBTable(tab.values.at[b].set(row), tab.block_max.at[b].set(jnp.max(row)))
+
+
+def block_size(A: int) -> int:
+    return max(1, int(round(A ** 0.5)))
+
+
+def lazy_argmax(tab: UCBTable, fresh, refresh):
     """Exact argmax of UCBs that only decrease in a batch (DESIGN §3; BBKB Alg. 1, L7–8).
 
-    ``ucb`` holds upper bounds (values computed earlier in the batch); ``fresh`` marks exact ones. Take the
-    argmax; while it is stale, replace it by its exact value ``refresh(i)`` and repeat. The result is the
-    exact argmax because every stale value bounds its arm's current UCB from above.
-    Returns ``(ucb, fresh, i, n_refresh)``.
+    ``tab`` holds upper bounds (values computed earlier in the batch); ``fresh`` (A,) marks exact ones.
+    Take the argmax; while it is stale, replace it by its exact value ``refresh(i)`` and repeat. The result
+    is the exact argmax because every stale value bounds its arm's current UCB from above.
+    Returns ``(tab, fresh, i, n_refresh)``.
     """
 
     def cond(c):
@@ -111,9 +148,8 @@ def lazy_argmax(ucb, fresh, refresh):
         return ~fr[i]
 
     def body(c):
-        u, fr, i, n = c
-        u = u.at[i].set(refresh(i))
-        fr = fr.at[i].set(True)
-        return u, fr, jnp.argmax(u), n + 1
+        tb, fr, i, n = c
+        tb = table_set(tb, i, refresh(i))
+        return tb, fr.at[i].set(True), table_argmax(tb), n + 1
 
-    return jax.lax.while_loop(cond, body, (ucb, fresh, jnp.argmax(ucb), jnp.zeros((), jnp.int32)))
+    return jax.lax.while_loop(cond, body, (tab, fresh, table_argmax(tab), jnp.zeros((), jnp.int32)))

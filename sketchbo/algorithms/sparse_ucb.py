@@ -22,7 +22,8 @@ import jax.numpy as jnp
 
 from sketchbo.algorithms.batch_rules import BatchRule
 from sketchbo.algorithms.common import (
-    Algorithm, Params, Static, beta_bbkb, beta_bkb, lazy_argmax, logdet_increment,
+    Algorithm, Params, Static, UCBTable, beta_bbkb, beta_bkb, block_size, lazy_argmax, logdet_increment,
+    ucb_table,
 )
 from sketchbo.gp import nystrom
 from sketchbo.kernels import get_kernel
@@ -40,7 +41,7 @@ class SparseUCBState(NamedTuple):
     M: jax.Array  # (m_max, m_max) start-of-batch W^T V^{-1} W - K_S^+/lam
     mean: jax.Array  # (A,) start-of-batch mean mu~_fb
     var_fb: jax.Array  # (A,) start-of-batch variances s~^2_fb (lam-scaled)
-    ucb: jax.Array  # (A,) UCBs: exact where ``fresh``, upper bounds elsewhere
+    ucb: UCBTable  # UCBs in blocks: exact where ``fresh``, upper bounds elsewhere
     fresh: jax.Array  # (A,) bool, ucb is exact for the current in-batch posterior
     beta: jax.Array  # () width of the current batch
     logdet: jax.Array  # () BBKB width accumulator (sum over pulls of log(1 + c s~^2_fb))
@@ -56,6 +57,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
     kernel = get_kernel(static.kernel)
     m_max = static.m_max
     per_pull = static.resample == "paper"
+    block = block_size(static.A)
 
     def init(key, problem, params: Params) -> SparseUCBState:
         arms = problem.arms
@@ -67,7 +69,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             arms=arms, kdiag=kdiag, counts=jnp.zeros((A,), dt), ysum=jnp.zeros((A,), dt),
             dict_idx=jnp.zeros((m_max,), jnp.int32), dict_mask=jnp.zeros((m_max,), bool),
             W=jnp.zeros((m_max, m_max), dt), Vinv=eye / params.lam, M=jnp.zeros((m_max, m_max), dt),
-            mean=jnp.zeros((A,), dt), var_fb=kdiag / params.lam, ucb=jnp.zeros((A,), dt),
+            mean=jnp.zeros((A,), dt), var_fb=kdiag / params.lam, ucb=ucb_table(jnp.zeros((A,), dt), block),
             fresh=jnp.ones((A,), bool), beta=jnp.zeros((), dt), logdet=jnp.zeros((), dt),
             rule_acc=rule.init(A, dt), batch_open=jnp.asarray(True), batch_len=jnp.zeros((), jnp.int32),
             t=jnp.zeros((), jnp.int32),
@@ -135,7 +137,8 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
         A = state.arms.shape[0]
         new = state._replace(
             dict_idx=idx, dict_mask=mask, W=post.W, Vinv=post.Vinv, M=post.M, mean=post.mean,
-            var_fb=post.var, ucb=post.mean + beta * jnp.sqrt(post.var), fresh=jnp.ones((A,), bool),
+            var_fb=post.var, ucb=ucb_table(post.mean + beta * jnp.sqrt(post.var), block),
+            fresh=jnp.ones((A,), bool),
             beta=beta, rule_acc=rule.init(A, state.var_fb.dtype), batch_open=jnp.asarray(True),
             batch_len=jnp.zeros((), jnp.int32),
         )

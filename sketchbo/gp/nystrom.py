@@ -25,7 +25,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sketchbo.linalg import psd_inv_sqrt, rowwise_quad, sherman_morrison, spd_inverse
+from sketchbo.linalg import psd_inv_sqrt, sherman_morrison, spd_inverse
 
 
 class NystromPosterior(NamedTuple):
@@ -54,7 +54,8 @@ def posterior(kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pul
     Xs = arms[dict_idx]  # (m_max, d)
     Kss = kernel.k(kparams, Xs, Xs)
     W, rank = psd_inv_sqrt(Kss, dict_mask)
-    K_US = cross_kernel(kernel, kparams, arms[pulled_idx], Xs, dict_mask)  # (u_max, m_max)
+    # Empty slots need no masking below: W has zero columns there, so M, a and V ignore them.
+    K_US = kernel.k(kparams, arms[pulled_idx], Xs)  # (u_max, m_max)
     n_U = jnp.where(pulled_mask, counts[pulled_idx], 0.0)
     Y_U = jnp.where(pulled_mask, ysum[pulled_idx], 0.0)
     G = (K_US * n_U[:, None]).T @ K_US  # sum_i n_i k_S(x_i) k_S(x_i)^T
@@ -65,9 +66,11 @@ def posterior(kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pul
     P = W.T @ Vinv @ W
     M = P - (W.T @ W) / lam
     a = P @ b
-    K_AS = cross_kernel(kernel, kparams, arms, Xs, dict_mask)  # (A, m_max)
+    # The barrier materialises K_AS once; without it XLA on CPU fuses (and repeats) the exp into every
+    # consumer, which measured 3x slower.
+    K_AS = jax.lax.optimization_barrier(kernel.k(kparams, arms, Xs))  # (A, m_max)
     mean = K_AS @ a  # Eq. (1)
-    var_raw = kdiag / lam + rowwise_quad(K_AS, M)  # Eq. (2), one-GEMM form
+    var_raw = kdiag / lam + jnp.einsum("am,am->a", K_AS @ M, K_AS)  # Eq. (2), one-GEMM form
     max_clamp = jnp.maximum(-jnp.min(var_raw), 0.0)
     return NystromPosterior(W, Vinv, M, a, mean, jnp.maximum(var_raw, 0.0), rank, max_clamp)
 

@@ -148,17 +148,20 @@ def test_lemma4_deterministic_in_batch_bound(seed):
     assert np.all(var_t >= lower * (1 - 1e-9) - 1e-12)
 
 
-def test_incremental_exact_gp_equals_dense_reference():
+@pytest.mark.parametrize("n_obs", [30, 300])  # one factor block, and several (BLOCK = 128)
+def test_incremental_exact_gp_equals_dense_reference(n_obs):
     arms, kp, _, _ = _problem(A=50, seed=6)
     lam = 0.2
     rng = np.random.default_rng(6)
-    pulls = rng.integers(0, 50, 30)
-    ys = rng.normal(size=30)
-    gp = exact.init_exact(RBF.diag(kp, arms), 30)
+    pulls = rng.integers(0, 50, n_obs)
+    ys = rng.normal(size=n_obs)
+    gp = exact.init_exact(RBF.diag(kp, arms), n_obs)
+    add_obs = jax.jit(lambda gp, j: exact.add_observation(RBF, kp, arms, gp, j, lam))
+    add_fb = jax.jit(exact.add_feedback)
     for r, j in enumerate(pulls):
-        gp = exact.add_observation(RBF, kp, arms, gp, int(j), lam)
-        if r in (9, 29):  # feedback in two batches
-            gp = exact.add_feedback(gp, jnp.asarray(ys))
+        gp = add_obs(gp, int(j))
+        if r in (9, 140, n_obs - 1):  # feedback in batches
+            gp = add_fb(gp, jnp.asarray(ys))
     counts = np.bincount(pulls, minlength=50).astype(float)
     ysum = np.zeros(50)
     np.add.at(ysum, pulls, ys)

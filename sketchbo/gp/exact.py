@@ -46,8 +46,11 @@ def dense_posterior(kernel, kparams, arms, counts, ysum, lam):
     return mean, var
 
 
+BLOCK = 128  # observation columns per block: work per observation is O(A * blocks in use)
+
+
 class ExactGP(NamedTuple):
-    C: jax.Array  # (A, T_cap) posterior-covariance factor columns, one per observation
+    C: jax.Array  # (n_blocks, A, BLOCK) posterior-covariance factor columns, column r in block r // BLOCK
     d: jax.Array  # (T_cap,) sqrt(lam + sigma^2_{r-1}(x_{j_r})) of each observation
     piv: jax.Array  # (T_cap,) int32 arm of each observation
     w: jax.Array  # (T_cap,) whitened residuals (0 until the feedback arrives)
@@ -60,31 +63,56 @@ class ExactGP(NamedTuple):
 def init_exact(kdiag, T_cap):
     A = kdiag.shape[0]
     dt = kdiag.dtype
+    n_blocks = -(-T_cap // BLOCK)
     return ExactGP(
-        C=jnp.zeros((A, T_cap), dt), d=jnp.ones((T_cap,), dt), piv=jnp.zeros((T_cap,), jnp.int32),
+        C=jnp.zeros((n_blocks, A, BLOCK), dt), d=jnp.ones((T_cap,), dt), piv=jnp.zeros((T_cap,), jnp.int32),
         w=jnp.zeros((T_cap,), dt), n_obs=jnp.zeros((), jnp.int32), n_fb=jnp.zeros((), jnp.int32),
         mean=jnp.zeros((A,), dt), var=kdiag,
     )
 
 
+def _blocks_used(n):
+    return (n + BLOCK - 1) // BLOCK
+
+
+def _factor_times(gp: ExactGP, v_of_block):
+    """sum over blocks in use of C[b] @ v_of_block(b): (A,), O(A * n_obs)."""
+    return jax.lax.fori_loop(0, _blocks_used(gp.n_obs), lambda b, acc: acc + gp.C[b] @ v_of_block(b),
+                             jnp.zeros_like(gp.mean))
+
+
+def _row(gp: ExactGP, j, b):
+    """Row j of factor block b: (BLOCK,)."""
+    return gp.C[b, j]
+
+
 def add_observation(kernel, kparams, arms, gp: ExactGP, j, lam) -> ExactGP:
-    """Fold one (feedback-free) observation at arm j into the variance: O(A T_cap)."""
+    """Fold one (feedback-free) observation at arm j into the variance: O(A n_obs)."""
     r = gp.n_obs
-    col = kernel.k(kparams, arms, arms[j][None, :])[:, 0] - gp.C @ gp.C[j]  # k_{r-1}(., x_j)
+    prior = kernel.k(kparams, arms, arms[j][None, :])[:, 0]
+    col = prior - _factor_times(gp, lambda b: _row(gp, j, b))  # k_{r-1}(., x_j)
     d = jnp.sqrt(lam + gp.var[j])
     c = col / d
     return gp._replace(
-        C=gp.C.at[:, r].set(c), d=gp.d.at[r].set(d), piv=gp.piv.at[r].set(j),
+        C=gp.C.at[r // BLOCK, :, r % BLOCK].set(c), d=gp.d.at[r].set(d), piv=gp.piv.at[r].set(j),
         n_obs=r + 1, var=jnp.maximum(gp.var - c * c, 0.0),
     )
 
 
 def add_feedback(gp: ExactGP, ys) -> ExactGP:
-    """Fold the rewards of observations n_fb .. n_obs-1 (``ys`` (T_cap,) indexed by observation) into the mean."""
+    """Fold the rewards of observations n_fb .. n_obs-1 (``ys`` (T_cap,) indexed by observation) into the mean.
 
-    def body(r, w):
-        resid = ys[r] - gp.C[gp.piv[r]] @ w  # y_r - mu_{r-1}(x_{j_r}); w is zero from r on
-        return w.at[r].set(resid / gp.d[r])
+    w_r = (y_r - mu_{r-1}(x_{j_r})) / d_r in order; then mu += sum_{new r} c_r w_r. O(n_obs) per reward and
+    O(A) per new column."""
 
-    w = jax.lax.fori_loop(gp.n_fb, gp.n_obs, body, gp.w)
-    return gp._replace(w=w, n_fb=gp.n_obs, mean=gp.C @ w)
+    def whiten(r, w):
+        row = gp.C[:, gp.piv[r], :].reshape(-1)[: w.shape[0]]  # C[j_r, :] over all observations
+        return w.at[r].set((ys[r] - row @ w) / gp.d[r])  # w is zero from r on
+
+    w = jax.lax.fori_loop(gp.n_fb, gp.n_obs, whiten, gp.w)
+
+    def add_column(r, mean):
+        return mean + gp.C[r // BLOCK, :, r % BLOCK] * w[r]
+
+    mean = jax.lax.fori_loop(gp.n_fb, gp.n_obs, add_column, gp.mean)
+    return gp._replace(w=w, n_fb=gp.n_obs, mean=mean)

@@ -222,6 +222,10 @@ def make_program(alg, T: int, seed_axis: str, rounds_per_call: int):
 class _Progress:
     def __init__(self, enabled: bool, label: str, T: int, every_s: float = 2.0):
         self.enabled, self.label, self.T, self.every_s = enabled, label, T, every_s
+        self.restart()
+
+    def restart(self):
+        """Start the clock (after compilation, so that the ETA measures execution)."""
         self.start = time.perf_counter()
         self.last = -math.inf
 
@@ -241,14 +245,33 @@ def _default_seed_axis() -> str:
     return "map" if jax.default_backend() == "cpu" else "vmap"
 
 
-def _execute(alg, T, keys, arms, params, f, xi, seed_axis, rounds_per_call, progress):
-    """Compile and run to t = T. Returns (carry, noise, round_times, compile_s)."""
-    init_fn, chunk_fn = make_program(alg, T, seed_axis, rounds_per_call)
+_PROGRAMS: dict = {}  # compiled (init, chunk) executables, reused by later runs with the same static config
+_MAX_PROGRAMS = 32
+
+
+def _compiled(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_call):
+    """Compiled executables for this configuration and these shapes; (init_c, chunk_c, compile_s)."""
+    cache_key = (spec.name, static, T, seed_axis, rounds_per_call, keys.init.shape, str(arms.dtype),
+                 jax.tree.structure(params))
+    if cache_key in _PROGRAMS:
+        return (*_PROGRAMS[cache_key], 0.0)
+    init_fn, chunk_fn = make_program(build(spec, static), T, seed_axis, rounds_per_call)
     tc = time.perf_counter()
     init_c = init_fn.lower(keys, arms, params).compile()
-    carry, noise = init_c(keys, arms, params)
+    carry, noise = jax.eval_shape(init_fn, keys, arms, params)
     chunk_c = chunk_fn.lower(keys, carry, noise, params, f, xi).compile()
     compile_s = time.perf_counter() - tc
+    if len(_PROGRAMS) >= _MAX_PROGRAMS:
+        _PROGRAMS.pop(next(iter(_PROGRAMS)))
+    _PROGRAMS[cache_key] = (init_c, chunk_c)
+    return init_c, chunk_c, compile_s
+
+
+def _execute(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_call, progress):
+    """Compile (or reuse) and run to t = T. Returns (carry, noise, round_times, compile_s)."""
+    init_c, chunk_c, compile_s = _compiled(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_call)
+    carry, noise = init_c(keys, arms, params)
+    progress.restart()
     round_times = []
     while True:
         t_call = time.perf_counter()
@@ -309,9 +332,8 @@ def run(algorithm: str, problem: Problem, *, T: int, n_seeds: int = 1, seed: int
                         beta_mode=hyper.get("beta", "code"), resample=hyper.get("resample", "code"),
                         batch_rule=rule_name(spec, hyper),
                         exact_dictionary=hyper.get("dictionary") == "all_pulled")
-        alg = build(spec, static)
         carry, noise, round_times, compile_s = _execute(
-            alg, T, keys, arms, pvals, f, jnp.asarray(xi, jdt), seed_axis, rounds_per_call,
+            spec, static, T, keys, arms, pvals, f, jnp.asarray(xi, jdt), seed_axis, rounds_per_call,
             _Progress(progress, label, T))
         compile_total += compile_s
         tr = carry[1]

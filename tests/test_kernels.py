@@ -1,0 +1,44 @@
+"""Kernels against their textbook formulas."""
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sketchbo.kernels import get_kernel, kernel_params
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=(7, 3))
+Y = rng.normal(size=(5, 3))
+
+
+def test_rbf_uses_the_papers_width():
+    kp = kernel_params("rbf", 3, sigma2=5.0)
+    K = np.asarray(get_kernel("rbf").k(kp, jnp.asarray(X), jnp.asarray(Y)))
+    ref = np.exp(-((X[:, None] - Y[None]) ** 2).sum(-1) / (2 * 5.0))
+    np.testing.assert_allclose(K, ref, rtol=1e-12)
+    np.testing.assert_allclose(get_kernel("rbf").diag(kp, jnp.asarray(X)), 1.0)
+
+
+def test_matern52_ard():
+    ls = np.array([0.5, 1.0, 2.0])
+    kp = kernel_params("matern52", 3, lengthscales=ls, variance=1.7)
+    K = np.asarray(get_kernel("matern52").k(kp, jnp.asarray(X), jnp.asarray(Y)))
+    r = np.sqrt((((X[:, None] - Y[None]) / ls) ** 2).sum(-1))
+    ref = 1.7 * (1 + np.sqrt(5) * r + 5 * r ** 2 / 3) * np.exp(-np.sqrt(5) * r)
+    np.testing.assert_allclose(K, ref, rtol=1e-10)
+    Kxx = np.asarray(get_kernel("matern52").k(kp, jnp.asarray(X), jnp.asarray(X)))
+    np.testing.assert_allclose(np.diag(Kxx), get_kernel("matern52").diag(kp, jnp.asarray(X)), rtol=1e-10)
+
+
+def test_linear():
+    kp = kernel_params("linear", 3, variance=2.0)
+    np.testing.assert_allclose(get_kernel("linear").k(kp, jnp.asarray(X), jnp.asarray(Y)), 2.0 * X @ Y.T, rtol=1e-12)
+    np.testing.assert_allclose(get_kernel("linear").diag(kp, jnp.asarray(X)), 2.0 * (X * X).sum(1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name,kw,match", [
+    ("rbf", {"sigma2": 0.0}, "kernel.sigma2"), ("rbf", {"width": 1.0}, "no parameter"),
+    ("matern52", {"lengthscales": [1.0, 2.0]}, "lengthscales has shape"), ("cosine", {}, "not a known kernel"),
+])
+def test_bad_kernel_parameters(name, kw, match):
+    with pytest.raises(ValueError, match=match):
+        kernel_params(name, 3, **kw)

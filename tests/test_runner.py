@@ -1,0 +1,122 @@
+"""The runner: validation before compilation, capacity growth, traces, truncation of the last batch."""
+import numpy as np
+import pytest
+
+import sketchbo.runner as runner
+from sketchbo.problems import make_problem
+from sketchbo.runner import run
+
+SMALL = make_problem("gp_sample", A=100, d=2, sigma2=0.2, seed=2)
+
+
+@pytest.fixture
+def no_compile(monkeypatch):
+    """Fail the test if the runner reaches compilation."""
+
+    def boom(*a, **k):
+        raise AssertionError("compilation started before the input was validated")
+
+    monkeypatch.setattr(runner, "make_program", boom)
+    monkeypatch.setattr(runner, "_PROGRAMS", {})
+
+
+BAD_HYPER = [
+    ("bbkb", {"lam": 0.0}, "lam"), ("bbkb", {"lam": -1}, "lam"), ("bbkb", {"lam": float("nan")}, "lam"),
+    ("bbkb", {"qbar": 0}, "qbar"), ("bkb", {"qbar": -2}, "qbar"), ("bbkb", {"C": 0.5}, "C"),
+    ("gp_bucb", {"C": 0.99}, "C"), ("bbkb", {"m_max": 0}, "m_max"), ("bbkb", {"m_max": 2.5}, "m_max"),
+    ("bbkb", {"delta": 1.5}, "delta"), ("bbkb", {"F": -1}, "F"), ("bbkb", {"beta": "fancy"}, "beta"),
+    ("bbkb", {"resample": "sometimes"}, "resample"), ("gp_bucb", {"batch_rule": "max"}, "batch_rule"),
+    ("bbkb", {"lam": "abc"}, "lam"), ("bbkb", {"gamma": 1.0}, "gamma"), ("eps_greedy", {"eps": 2}, "eps"),
+]
+
+
+@pytest.mark.parametrize("algorithm,params,name", BAD_HYPER)
+def test_bad_hyperparameters_are_named_before_compilation(no_compile, algorithm, params, name):
+    with pytest.raises(ValueError, match=name) as err:
+        run(algorithm, SMALL, T=10, params=params, progress=False)
+    assert "invalid" in str(err.value) or "no parameter" in str(err.value)
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    ({"T": 0}, "T"), ({"T": 2.5}, "T"), ({"n_seeds": 0}, "n_seeds"), ({"seed": -1}, "seed"),
+    ({"dtype": "float16"}, "dtype"), ({"seed_axis": "pmap"}, "seed_axis"),
+])
+def test_bad_run_arguments_are_named_before_compilation(no_compile, kwargs, name):
+    args = {"T": 10, **kwargs}
+    with pytest.raises(ValueError, match=rf"\b{name}=") as err:
+        run("bbkb", SMALL, progress=False, **args)
+    assert repr(kwargs[name]) in str(err.value)
+
+
+def test_unknown_algorithm_problem_and_kernel(no_compile):
+    with pytest.raises(ValueError, match="algorithm='bkkb'.*choose one of"):
+        run("bkkb", SMALL, T=10)
+    with pytest.raises(ValueError, match="problem='nope'.*choose one of"):
+        make_problem("nope")
+    with pytest.raises(ValueError, match="kernel.name='cosine'"):
+        run("bbkb", SMALL, T=10, kernel={"name": "cosine"})
+    with pytest.raises(ValueError, match="kernel.sigma2"):
+        run("bbkb", SMALL, T=10, kernel={"name": "rbf", "sigma2": -1.0})
+
+
+def test_bad_arms_and_rewards_are_rejected(no_compile):
+    arms = np.array(SMALL.arms)
+    arms[3, 1] = np.nan
+    with pytest.raises(ValueError, match="problem.arms contains NaN or inf.*row 3"):
+        run("bbkb", SMALL._replace(arms=arms), T=10)
+    f = np.array(SMALL.f)
+    f[7] = np.inf
+    with pytest.raises(ValueError, match="problem.f contains NaN or inf.*arm 7"):
+        run("bbkb", SMALL._replace(f=f), T=10)
+    with pytest.raises(ValueError, match=r"problem.f has shape \(99,\)"):
+        run("bbkb", SMALL._replace(f=SMALL.f[:-1]), T=10)
+    with pytest.raises(ValueError, match="problem.arms has shape"):
+        run("bbkb", SMALL._replace(arms=SMALL.arms[:, 0]), T=10)
+    # ARD lengthscales of the wrong dimension for these 2-D arms
+    with pytest.raises(ValueError, match="kernel.lengthscales has shape"):
+        run("bbkb", SMALL, T=10, kernel={"name": "matern52", "lengthscales": [1.0, 1.0, 1.0]})
+
+
+def test_dictionary_overflow_is_reported_and_the_run_redone_with_a_larger_capacity():
+    kw = dict(T=60, n_seeds=2, progress=False)
+    small = run("bbkb", SMALL, params={"m_max": 3, "u_max": 4, "F": 1.0}, **kw)
+    large = run("bbkb", SMALL, params={"m_max": 100, "u_max": 100, "F": 1.0}, **kw)
+    assert any("m_max=3 overflowed" in e for e in small.capacity_events)
+    assert any("u_max=4 overflowed" in e for e in small.capacity_events)
+    assert small.hyperparameters["m_max_final"] > 3
+    assert small.max_dict_size.max() > 3  # never truncated
+    np.testing.assert_array_equal(small.traces["query"], large.traces["query"])
+    np.testing.assert_array_equal(small.traces["dict_size"], large.traces["dict_size"])
+    assert large.capacity_events == []
+
+
+def test_traces_are_consistent_and_the_last_batch_is_truncated_at_T():
+    T = 57
+    res = run("bbkb", SMALL, T=T, n_seeds=3, progress=False, params={"C": 4.0, "F": 1.0})
+    f = np.asarray(SMALL.f)
+    q = res.traces["query"]
+    assert q.shape == (3, T) and q.min() >= 0 and q.max() < 100
+    np.testing.assert_allclose(res.traces["instant_regret"], f.max() - f[q])
+    np.testing.assert_allclose(res.cumulative_regret, (f.max() - f[q]).sum(1))
+    np.testing.assert_allclose(res.regret_ratio, res.cumulative_regret / (T * (f.max() - f.mean())))
+    b = res.traces["batch_index"]
+    assert np.all(np.diff(b, axis=1) >= 0) and np.all(b[:, 0] == 0)
+    assert np.all(b[:, -1] + 1 == res.n_batches)
+    assert np.all(res.max_batch_size == [np.bincount(row).max() for row in b])
+    assert len(res.round_time_s) == res.n_batches.max()
+    # the first batch is the uniformly drawn x_1 alone; feedback noise has std sqrt(lam)
+    assert np.all(b[:, 1] == 1)
+    noise = res.traces["reward"] - f[q]
+    assert 0.25 < noise.std() < 0.65  # sqrt(0.2) = 0.447
+
+
+def test_noiseless_problem_gives_exact_rewards():
+    prob = SMALL._replace(noise_std=0.0)
+    res = run("gp_ucb", prob, T=20, progress=False)
+    np.testing.assert_array_equal(res.traces["reward"][0], np.asarray(prob.f)[res.traces["query"][0]])
+
+
+def test_seeds_do_not_depend_on_how_many_run_beside_them():
+    a = run("bkb", SMALL, T=30, n_seeds=4, seed=10, progress=False)
+    b = run("bkb", SMALL, T=30, n_seeds=2, seed=12, progress=False)
+    np.testing.assert_array_equal(a.traces["query"][2:], b.traces["query"])

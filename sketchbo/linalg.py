@@ -1,8 +1,8 @@
 """Small, stable linear-algebra primitives on fixed-capacity (masked) matrices.
 
 Used by the Nyström engine of BKB (Calandriello et al., COLT 2019) and BBKB (Calandriello et al.,
-ICML 2020): the pseudo-inverse square root K_S^{+1/2} of a dictionary kernel matrix, Sherman–Morrison
-rank-one updates of V^{-1} for in-batch variance updates, and row-wise quadratic forms.
+ICML 2020): the pseudo-inverse square root K_S^{+1/2} of a dictionary kernel matrix and Sherman–Morrison
+rank-one updates of V^{-1} for in-batch variance updates.
 """
 from __future__ import annotations
 
@@ -47,8 +47,3 @@ def sherman_morrison(Vinv, z):
     """(V + z z^T)^{-1} from V^{-1} in O(m^2)."""
     u = Vinv @ z
     return Vinv - jnp.outer(u, u) / (1.0 + z @ u)
-
-
-def rowwise_quad(P, M):
-    """diag(P M P^T) for P (n, m), M (m, m): one (n x m)(m x m) product and a row-wise dot."""
-    return jnp.sum((P @ M) * P, axis=1)

@@ -77,6 +77,22 @@ def logdet_increment(mode: str, var_fb):
     return jnp.log1p(var_fb) if mode == "code" else jnp.log1p(3.0 * var_fb)
 
 
+def batch_feedback(counts, queries, ys, var_fb, beta_mode: str):
+    """Bookkeeping of a finished batch (``queries`` (T,) with -1 padding, ``ys`` aligned with them).
+
+    Returns ``(counts, qi, wy, logdet_increment)``: the new pull counts, the clipped arm indices, the
+    masked rewards (scatter-add them into summed rewards at ``qi``) and the BBKB width's increment over the
+    batch's pulls with their start-of-batch variances ``var_fb``.
+    """
+    valid = queries >= 0
+    qi = jnp.where(valid, queries, 0)
+    w = valid.astype(counts.dtype)
+    incr = jnp.sum(w * logdet_increment(beta_mode, var_fb[qi]))
+    if beta_mode == "code":  # the public code starts its logdet after the initial arm
+        incr = jnp.where(jnp.sum(counts) == 0, 0.0, incr)
+    return counts.at[qi].add(w), qi, w * ys, incr
+
+
 def beta_bkb(mode: str, params: Params, t, sum_n_var, kappa2):
     """BKB width from the current variances of the pulled arms (sum_n_var = sum_i n_i s~^2_t(x_i))."""
     log_inv_delta = jnp.log(1.0 / params.delta)

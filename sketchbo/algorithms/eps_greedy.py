@@ -10,7 +10,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sketchbo.algorithms.common import Algorithm, Params, Static
+from sketchbo.algorithms.common import Algorithm, Params, Static, batch_feedback
 
 
 class EpsGreedyState(NamedTuple):
@@ -39,10 +39,8 @@ def make_eps_greedy(static: Static) -> Algorithm:
         return q.astype(jnp.int32), new, {"n_refresh": jnp.zeros((), jnp.int32), "dict_size": jnp.zeros((), jnp.int32)}
 
     def update(state: EpsGreedyState, queries, ys, params: Params):
-        valid = queries >= 0
-        qi = jnp.where(valid, queries, 0)
-        w = valid.astype(state.counts.dtype)
-        return state._replace(counts=state.counts.at[qi].add(w), ysum=state.ysum.at[qi].add(w * ys)), {}
+        counts, qi, wy, _ = batch_feedback(state.counts, queries, ys, state.counts, "code")
+        return state._replace(counts=counts, ysum=state.ysum.at[qi].add(wy)), {}
 
     def resparsify(key, state: EpsGreedyState, params: Params):
         del key

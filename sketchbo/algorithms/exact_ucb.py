@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from sketchbo.algorithms.batch_rules import BatchRule
-from sketchbo.algorithms.common import Algorithm, Params, Static, beta_bbkb, beta_bkb, logdet_increment
+from sketchbo.algorithms.common import Algorithm, Params, Static, batch_feedback, beta_bbkb, beta_bkb
 from sketchbo.gp import exact
 from sketchbo.kernels import get_kernel
 
@@ -68,14 +68,9 @@ def make_exact_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorit
         return q, new, info
 
     def update(state: ExactUCBState, queries, ys, params: Params):
-        valid = queries >= 0
-        qi = jnp.where(valid, queries, 0)
-        w = valid.astype(state.counts.dtype)
-        incr = jnp.sum(w * logdet_increment(static.beta_mode, state.var_fb[qi]))
-        if static.beta_mode == "code":
-            incr = jnp.where(jnp.sum(state.counts) == 0, 0.0, incr)
+        counts, _, _, incr = batch_feedback(state.counts, queries, ys, state.var_fb, static.beta_mode)
         gp = exact.add_feedback(state.gp, ys)  # observation r is step r: ys is indexed by step
-        return state._replace(gp=gp, counts=state.counts.at[qi].add(w), logdet=state.logdet + incr), {}
+        return state._replace(gp=gp, counts=counts, logdet=state.logdet + incr), {}
 
     def resparsify(key, state: ExactUCBState, params: Params):
         del key

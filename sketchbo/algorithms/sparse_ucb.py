@@ -22,7 +22,7 @@ import jax.numpy as jnp
 
 from sketchbo.algorithms.batch_rules import BatchRule
 from sketchbo.algorithms.common import (
-    Algorithm, Params, Static, UCBTable, beta_bbkb, beta_bkb, block_size, lazy_argmax, logdet_increment,
+    Algorithm, Params, Static, UCBTable, batch_feedback, beta_bbkb, beta_bkb, block_size, lazy_argmax,
     ucb_table,
 )
 from sketchbo.gp import nystrom
@@ -109,15 +109,8 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
         return q, new, info
 
     def update(state: SparseUCBState, queries, ys, params: Params):
-        valid = queries >= 0
-        qi = jnp.where(valid, queries, 0)
-        w = valid.astype(state.counts.dtype)
-        incr = jnp.sum(w * logdet_increment(static.beta_mode, state.var_fb[qi]))
-        if static.beta_mode == "code":  # the public code starts logdet after the initial arm
-            incr = jnp.where(jnp.sum(state.counts) == 0, 0.0, incr)
-        new = state._replace(
-            counts=state.counts.at[qi].add(w), ysum=state.ysum.at[qi].add(w * ys), logdet=state.logdet + incr)
-        return new, {}
+        counts, qi, wy, incr = batch_feedback(state.counts, queries, ys, state.var_fb, static.beta_mode)
+        return state._replace(counts=counts, ysum=state.ysum.at[qi].add(wy), logdet=state.logdet + incr), {}
 
     def resparsify(key, state: SparseUCBState, params: Params):
         if static.exact_dictionary:

@@ -323,7 +323,7 @@ def run(algorithm: str, problem: Problem, *, T: int, n_seeds: int = 1, seed: int
     keys = jax.tree.map(lambda *k: jnp.stack(k), *[_seed_keys(s) for s in seeds])
     sparse = spec.engine == "sparse"
     m_max = min(hyper.get("m_max", 1), A) if sparse else 1
-    u_max = min(hyper.get("u_max", 1), A, T) if sparse else 1
+    u_max = min(hyper.get("u_max", 1), A, T) if spec.engine in ("sparse", "exact") else 1
     events = []
     label = f"{algorithm}/{problem.name}"
     compile_total = 0.0

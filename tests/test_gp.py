@@ -148,20 +148,24 @@ def test_lemma4_deterministic_in_batch_bound(seed):
     assert np.all(var_t >= lower * (1 - 1e-9) - 1e-12)
 
 
-@pytest.mark.parametrize("n_obs", [30, 300])  # one factor block, and several (BLOCK = 128)
+@pytest.mark.parametrize("n_obs", [30, 300])  # few repeats, and many
 def test_incremental_exact_gp_equals_dense_reference(n_obs):
     arms, kp, _, _ = _problem(A=50, seed=6)
     lam = 0.2
     rng = np.random.default_rng(6)
     pulls = rng.integers(0, 50, n_obs)
     ys = rng.normal(size=n_obs)
-    gp = exact.init_exact(RBF.diag(kp, arms), n_obs)
+    gp = exact.init_exact(RBF.diag(kp, arms), 50)
     add_obs = jax.jit(lambda gp, j: exact.add_observation(RBF, kp, arms, gp, j, lam))
-    add_fb = jax.jit(exact.add_feedback)
+    add_fb = jax.jit(lambda gp, q, y: exact.add_feedback(gp, q, y, lam))
+    start = 0
     for r, j in enumerate(pulls):
         gp = add_obs(gp, int(j))
         if r in (9, 140, n_obs - 1):  # feedback in batches
-            gp = add_fb(gp, jnp.asarray(ys))
+            q = np.full(n_obs, -1)
+            q[start:r + 1] = pulls[start:r + 1]
+            gp = add_fb(gp, jnp.asarray(q), jnp.asarray(ys))
+            start = r + 1
     counts = np.bincount(pulls, minlength=50).astype(float)
     ysum = np.zeros(50)
     np.add.at(ysum, pulls, ys)

@@ -30,9 +30,10 @@ class AlgorithmSpec(NamedTuple):
 
 
 # PROTOCOLS §9 (Abalone / Cadata protocol) and §7: lam = 0.2, F = 20, q-bar = 2, C~ = 2, delta = 1/T (None).
-_UCB = {"lam": 0.2, "F": 20.0, "delta": None, "beta": "code"}
+# u_max: initial capacity of the list of unique pulled arms (exact GP: its posterior's size), grown on overflow
+_UCB = {"lam": 0.2, "F": 20.0, "delta": None, "beta": "code", "u_max": 128}
 # dictionary: "resampled" (the papers) or "all_pulled" (S_t = X_t: BKB -> GP-UCB, BBKB -> sum-rule GP-BUCB)
-# m_max / u_max: initial capacities of the dictionary and of the list of unique pulled arms (grown on overflow)
+# m_max: initial dictionary capacity (grown on overflow)
 _SPARSE = {**_UCB, "qbar": 2.0, "m_max": 128, "u_max": 256, "resample": "code", "dictionary": "resampled"}
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {

@@ -6,7 +6,8 @@
   ``batch_rule: sum`` — by BBKB's sum rule, which is BBKB with the dictionary S_t = X_t (BBKB §2).
 
 UCB = mu + beta s~ with the lam-scaled s~^2 = sigma^2_GP / lam, and the widths of ``common.py``. The
-posterior is the incremental :class:`sketchbo.gp.exact.ExactGP` (O(A t) per pull); exact GP-UCB's
+posterior is the incremental :class:`sketchbo.gp.exact.ExactGP` (O(A U) per pull over the U unique pulled
+arms); exact GP-UCB's
 "resparsify" only refreshes the start-of-batch variances and the width.
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ from sketchbo.kernels import get_kernel
 class ExactUCBState(NamedTuple):
     arms: jax.Array  # (A, d) arm matrix
     counts: jax.Array  # (A,) float, pulls whose feedback has arrived
-    gp: exact.ExactGP  # incremental exact posterior, capacity T observations
+    gp: exact.ExactGP  # incremental exact posterior over at most u_max unique pulled arms
     var_fb: jax.Array  # (A,) start-of-batch lam-scaled variances s^2_fb
     beta: jax.Array  # () width of the current batch
     logdet: jax.Array  # () BBKB-family width accumulator
@@ -45,7 +46,7 @@ def make_exact_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorit
         dt = arms.dtype
         kdiag = kernel.diag(params.kernel, arms)
         return ExactUCBState(
-            arms=arms, counts=jnp.zeros((A,), dt), gp=exact.init_exact(kdiag, static.T),
+            arms=arms, counts=jnp.zeros((A,), dt), gp=exact.init_exact(kdiag, static.u_max),
             var_fb=kdiag / params.lam, beta=jnp.zeros((), dt), logdet=jnp.zeros((), dt),
             rule_acc=rule.init(A, dt), batch_open=jnp.asarray(True), batch_len=jnp.zeros((), jnp.int32),
             t=jnp.zeros((), jnp.int32), first_arm=jax.random.randint(key, (), 0, A, dtype=jnp.int32),
@@ -69,7 +70,7 @@ def make_exact_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorit
 
     def update(state: ExactUCBState, queries, ys, params: Params):
         counts, _, _, incr = batch_feedback(state.counts, queries, ys, state.var_fb, static.beta_mode)
-        gp = exact.add_feedback(state.gp, ys)  # observation r is step r: ys is indexed by step
+        gp = exact.add_feedback(state.gp, queries, ys, params.lam)
         return state._replace(gp=gp, counts=counts, logdet=state.logdet + incr), {}
 
     def resparsify(key, state: ExactUCBState, params: Params):
@@ -84,8 +85,9 @@ def make_exact_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorit
         new = state._replace(
             var_fb=var, beta=beta, rule_acc=rule.init(A, var.dtype), batch_open=jnp.asarray(True),
             batch_len=jnp.zeros((), jnp.int32))
-        n_unique = jnp.sum(state.counts > 0).astype(jnp.int32)
-        info = {"dict_size": n_unique, "dict_wanted": n_unique, "pulled_wanted": n_unique, "overflow": jnp.asarray(False),
+        n_unique = state.gp.n_slots
+        info = {"dict_size": n_unique, "dict_wanted": n_unique, "pulled_wanted": n_unique,
+                "overflow": n_unique > static.u_max,
                 "rank": n_unique, "max_clamp": jnp.zeros((), var.dtype), "beta": beta}
         return new, info
 

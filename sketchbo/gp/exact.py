@@ -9,11 +9,14 @@ Two forms:
 * :func:`dense_posterior` — dense float64 solve over the unique pulled arms with counts n_i and summed
   rewards Y_i: mu(x) = k_U(x)^T (K_UU + lam N^{-1})^{-1} Ybar_U, sigma^2(x) = k(x,x) - k_U(x)^T (K_UU +
   lam N^{-1})^{-1} k_U(x) (PROTOCOLS §3, "derived"). Host-side reference, not jitted.
-* :class:`ExactGP` — the incremental engine used by the algorithms. Each observation r at arm j_r adds
-  one column c_r = k_{r-1}(., x_{j_r}) / sqrt(lam + sigma^2_{r-1}(x_{j_r})) so that the posterior covariance
-  is k_t(x, x') = k(x, x') - sum_r c_r(x) c_r(x'); the variance update needs no feedback (GP-BUCB's
-  hallucinated in-batch update), and the mean mu_t = sum_r c_r w_r follows from the whitened residuals
-  w_r = (y_r - mu_{r-1}(x_{j_r})) / sqrt(lam + sigma^2_{r-1}(x_{j_r})). Cost O(A t) per observation.
+* :class:`ExactGP` — the incremental engine used by the algorithms, on the same counts: the U unique
+  pulled arms sit in fixed-capacity slots with their kernel rows, counts n_u and
+  summed rewards Y_u, and Q = (K_UU + lam N^{-1})^{-1} (the kernel rows are stored as K_UA (u_max, A)). A pull at arm x_j (with or without feedback: the
+  variance does not need it, which is GP-BUCB's hallucinated in-batch update) changes every variance by
+  the rank-one rule sigma^2(x) -= cov(x, x_j)^2 / (lam + sigma^2(x_j)), cov(x, x_j) = k(x, x_j) -
+  k_U(x)^T Q k_U(x_j): O(A U) per pull, U <= min(t, A). Q follows by a Sherman–Morrison update (a repeat)
+  or a bordered inverse (a new arm), and is recomputed exactly from K_UU when feedback arrives, where the
+  mean mu(x) = k_U(x)^T Q (Y_U / n_U) is refreshed.
 """
 from __future__ import annotations
 
@@ -46,73 +49,101 @@ def dense_posterior(kernel, kparams, arms, counts, ysum, lam):
     return mean, var
 
 
-BLOCK = 128  # observation columns per block: work per observation is O(A * blocks in use)
-
-
 class ExactGP(NamedTuple):
-    C: jax.Array  # (n_blocks, A, BLOCK) posterior-covariance factor columns, column r in block r // BLOCK
-    d: jax.Array  # (T_cap,) sqrt(lam + sigma^2_{r-1}(x_{j_r})) of each observation
-    piv: jax.Array  # (T_cap,) int32 arm of each observation
-    w: jax.Array  # (T_cap,) whitened residuals (0 until the feedback arrives)
-    n_obs: jax.Array  # () int32 observations added (with or without feedback)
-    n_fb: jax.Array  # () int32 observations whose feedback has been folded into the mean
+    slot_arm: jax.Array  # (u_max,) int32 arm held by each slot
+    arm_slot: jax.Array  # (A,) int32 slot of each arm, -1 if never pulled
+    n_slots: jax.Array  # () int32 slots in use (may exceed u_max: overflow, reported by the caller)
+    K_UA: jax.Array  # (u_max, A) kernel row k(x_u, .) of each slot (0 for empty slots)
+    counts: jax.Array  # (u_max,) pulls of each slot, including pulls still waiting for feedback
+    ysum: jax.Array  # (u_max,) summed rewards of each slot
+    Q: jax.Array  # (u_max, u_max) (K_UU + lam N^{-1})^{-1} on used slots, 0 elsewhere
     mean: jax.Array  # (A,) posterior mean given the feedback so far
-    var: jax.Array  # (A,) posterior variance of the n_obs observations (GP units)
+    var: jax.Array  # (A,) posterior variance given every pull so far (GP units)
 
 
-def init_exact(kdiag, T_cap):
+ROWS = 32  # slot rows per block: products with K_UA touch only the blocks in use, O(A U) not O(A u_max)
+
+
+def _used_rows_times(gp, v):
+    """v @ K_UA over the blocks of used slots: (A,)."""
+    n_blocks = (jnp.minimum(gp.n_slots, gp.K_UA.shape[0]) + ROWS - 1) // ROWS
+
+    def body(b, acc):
+        rows = jax.lax.dynamic_slice_in_dim(gp.K_UA, b * ROWS, ROWS, axis=0)
+        return acc + jax.lax.dynamic_slice_in_dim(v, b * ROWS, ROWS) @ rows
+
+    return jax.lax.fori_loop(0, n_blocks, body, jnp.zeros_like(gp.mean))
+
+
+def init_exact(kdiag, u_max):
+    """Empty posterior with capacity for u_max unique arms (rounded up to a multiple of ROWS)."""
     A = kdiag.shape[0]
+    u_max = -(-u_max // ROWS) * ROWS
     dt = kdiag.dtype
-    n_blocks = -(-T_cap // BLOCK)
     return ExactGP(
-        C=jnp.zeros((n_blocks, A, BLOCK), dt), d=jnp.ones((T_cap,), dt), piv=jnp.zeros((T_cap,), jnp.int32),
-        w=jnp.zeros((T_cap,), dt), n_obs=jnp.zeros((), jnp.int32), n_fb=jnp.zeros((), jnp.int32),
-        mean=jnp.zeros((A,), dt), var=kdiag,
+        slot_arm=jnp.zeros((u_max,), jnp.int32), arm_slot=-jnp.ones((A,), jnp.int32),
+        n_slots=jnp.zeros((), jnp.int32), K_UA=jnp.zeros((u_max, A), dt), counts=jnp.zeros((u_max,), dt),
+        ysum=jnp.zeros((u_max,), dt), Q=jnp.zeros((u_max, u_max), dt), mean=jnp.zeros((A,), dt), var=kdiag,
     )
-
-
-def _blocks_used(n):
-    return (n + BLOCK - 1) // BLOCK
-
-
-def _factor_times(gp: ExactGP, v_of_block):
-    """sum over blocks in use of C[b] @ v_of_block(b): (A,), O(A * n_obs)."""
-    return jax.lax.fori_loop(0, _blocks_used(gp.n_obs), lambda b, acc: acc + gp.C[b] @ v_of_block(b),
-                             jnp.zeros_like(gp.mean))
-
-
-def _row(gp: ExactGP, j, b):
-    """Row j of factor block b: (BLOCK,)."""
-    return gp.C[b, j]
 
 
 def add_observation(kernel, kparams, arms, gp: ExactGP, j, lam) -> ExactGP:
-    """Fold one (feedback-free) observation at arm j into the variance: O(A n_obs)."""
-    r = gp.n_obs
-    prior = kernel.k(kparams, arms, arms[j][None, :])[:, 0]
-    col = prior - _factor_times(gp, lambda b: _row(gp, j, b))  # k_{r-1}(., x_j)
-    d = jnp.sqrt(lam + gp.var[j])
-    c = col / d
+    """Fold one (feedback-free) pull of arm j into the variances and Q: O(A U + U^2)."""
+    u_max = gp.Q.shape[0]
+    k_j = kernel.k(kparams, arms, arms[j][None, :])[:, 0]  # (A,) k(., x_j)
+    new = gp.arm_slot[j] < 0
+    s = jnp.where(new, gp.n_slots, gp.arm_slot[j])
+    in_range = s < u_max  # beyond capacity nothing is written; the caller re-runs with a larger u_max
+    # Write the new slot's kernel row first (in place; Q is zero on that slot, so the reads below are
+    # unchanged by it). Writing after the reads made XLA copy the whole (u_max, A) buffer on every pull.
+    s_row = jnp.minimum(s, u_max - 1)
+    K_UA = gp.K_UA.at[s_row].set(jnp.where(new & in_range, k_j, gp.K_UA[s_row]))
+    gp = gp._replace(K_UA=K_UA)
+
+    g = K_UA[:, j]  # (u_max,) k_U(x_j)
+    Qg = gp.Q @ g
+    cov = k_j - _used_rows_times(gp, Qg)  # posterior covariance of every arm with x_j
+    denom = lam + gp.var[j]
+    var = jnp.maximum(gp.var - cov * cov / denom, 0.0)
+
+    e_s = (jnp.arange(u_max) == s).astype(gp.Q.dtype)
+    # a repeat: the diagonal entry lam / n_s of K_UU + lam N^{-1} becomes lam / (n_s + 1) (Sherman–Morrison)
+    n_s = jnp.maximum(gp.counts[s_row], 1.0)
+    delta = lam / (n_s + 1.0) - lam / n_s
+    q_s = gp.Q @ e_s
+    Q_repeat = gp.Q - jnp.outer(q_s, q_s) * delta / (1.0 + delta * q_s[s_row])
+    # a new arm: border K_UU + lam N^{-1} with k_U(x_j) and k(x_j, x_j) + lam; Schur complement = denom
+    border = e_s - Qg * (1.0 - e_s)  # (-Q g, 1) placed at slot s
+    Q_new = gp.Q + jnp.outer(border, border) / denom
+    Q = jnp.where(new, Q_new, Q_repeat)
     return gp._replace(
-        C=gp.C.at[r // BLOCK, :, r % BLOCK].set(c), d=gp.d.at[r].set(d), piv=gp.piv.at[r].set(j),
-        n_obs=r + 1, var=jnp.maximum(gp.var - c * c, 0.0),
+        slot_arm=gp.slot_arm.at[s].set(j, mode="drop"),
+        arm_slot=gp.arm_slot.at[j].set(jnp.where(in_range, s, gp.arm_slot[j])),
+        n_slots=gp.n_slots + new.astype(jnp.int32),
+        counts=gp.counts.at[s].add(1.0, mode="drop"),
+        Q=jnp.where(in_range, Q, gp.Q), var=var,
     )
 
 
-def add_feedback(gp: ExactGP, ys) -> ExactGP:
-    """Fold the rewards of observations n_fb .. n_obs-1 (``ys`` (T_cap,) indexed by observation) into the mean.
+def exact_Q(gp: ExactGP, lam):
+    """(K_UU + lam N^{-1})^{-1} recomputed from the slots by Cholesky: O(U^3)."""
+    used = gp.counts > 0
+    K_UU = gp.K_UA[:, gp.slot_arm]
+    G = jnp.where(used[:, None] & used[None, :], K_UU, 0.0)
+    G = G + jnp.diag(jnp.where(used, lam / jnp.maximum(gp.counts, 1.0), 1.0))
+    L = jnp.linalg.cholesky(G)
+    Ginv = jax.scipy.linalg.cho_solve((L, True), jnp.eye(G.shape[0], dtype=G.dtype))
+    return jnp.where(used[:, None] & used[None, :], Ginv, 0.0)
 
-    w_r = (y_r - mu_{r-1}(x_{j_r})) / d_r in order; then mu += sum_{new r} c_r w_r. O(n_obs) per reward and
-    O(A) per new column."""
 
-    def whiten(r, w):
-        row = gp.C[:, gp.piv[r], :].reshape(-1)[: w.shape[0]]  # C[j_r, :] over all observations
-        return w.at[r].set((ys[r] - row @ w) / gp.d[r])  # w is zero from r on
+def add_feedback(gp: ExactGP, queries, ys, lam) -> ExactGP:
+    """Rewards ``ys`` of the pulls ``queries`` (-1 = padding), all already folded in by add_observation.
 
-    w = jax.lax.fori_loop(gp.n_fb, gp.n_obs, whiten, gp.w)
-
-    def add_column(r, mean):
-        return mean + gp.C[r // BLOCK, :, r % BLOCK] * w[r]
-
-    mean = jax.lax.fori_loop(gp.n_fb, gp.n_obs, add_column, gp.mean)
-    return gp._replace(w=w, n_fb=gp.n_obs, mean=mean)
+    Recomputes Q exactly (no drift from the in-batch updates) and the mean mu = k_U(x)^T Q (Y_U / n_U)."""
+    valid = queries >= 0
+    slots = jnp.where(valid, gp.arm_slot[jnp.maximum(queries, 0)], -1)
+    slots = jnp.where(slots < 0, gp.Q.shape[0], slots)  # padding and overflowed arms are dropped
+    ysum = gp.ysum.at[slots].add(jnp.where(valid, ys, 0.0), mode="drop")
+    Q = exact_Q(gp, lam)
+    ybar = jnp.where(gp.counts > 0, ysum / jnp.maximum(gp.counts, 1.0), 0.0)
+    return gp._replace(ysum=ysum, Q=Q, mean=_used_rows_times(gp, Q @ ybar))

@@ -17,7 +17,6 @@ class EpsGreedyState(NamedTuple):
     counts: jax.Array  # (A,) float pulls with feedback
     ysum: jax.Array  # (A,) summed rewards
     batch_open: jax.Array  # () bool
-    batch_len: jax.Array  # () int32
     t: jax.Array  # () int32 pulls selected so far
 
 
@@ -26,8 +25,7 @@ def make_eps_greedy(static: Static) -> Algorithm:
         del key
         A = problem.arms.shape[0]
         dt = problem.arms.dtype
-        return EpsGreedyState(jnp.zeros((A,), dt), jnp.zeros((A,), dt), jnp.asarray(True),
-                              jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
+        return EpsGreedyState(jnp.zeros((A,), dt), jnp.zeros((A,), dt), jnp.asarray(True), jnp.zeros((), jnp.int32))
 
     def select(key, state: EpsGreedyState, params: Params):
         k_explore, k_arm = jax.random.split(key)
@@ -35,7 +33,7 @@ def make_eps_greedy(static: Static) -> Algorithm:
         emp = jnp.where(state.counts > 0, state.ysum / jnp.maximum(state.counts, 1.0), -jnp.inf)
         explore = (jax.random.uniform(k_explore, dtype=state.counts.dtype) < params.eps) | (state.t == 0)
         q = jnp.where(explore, jax.random.randint(k_arm, (), 0, A, dtype=jnp.int32), jnp.argmax(emp))
-        new = state._replace(batch_open=jnp.asarray(False), batch_len=state.batch_len + 1, t=state.t + 1)
+        new = state._replace(batch_open=jnp.asarray(False), t=state.t + 1)
         return q.astype(jnp.int32), new, {"n_refresh": jnp.zeros((), jnp.int32), "dict_size": jnp.zeros((), jnp.int32)}
 
     def update(state: EpsGreedyState, queries, ys, params: Params):
@@ -44,7 +42,7 @@ def make_eps_greedy(static: Static) -> Algorithm:
 
     def resparsify(key, state: EpsGreedyState, params: Params):
         del key
-        new = state._replace(batch_open=jnp.asarray(True), batch_len=jnp.zeros((), jnp.int32))
+        new = state._replace(batch_open=jnp.asarray(True))
         zero = jnp.zeros((), jnp.int32)
         return new, {"dict_size": zero, "dict_wanted": zero, "pulled_wanted": zero, "overflow": jnp.asarray(False), "rank": zero,
                      "max_clamp": jnp.zeros((), state.counts.dtype), "beta": jnp.zeros((), state.counts.dtype)}

@@ -32,7 +32,6 @@ class ExactUCBState(NamedTuple):
     logdet: jax.Array  # () BBKB-family width accumulator
     rule_acc: jax.Array  # () batch-rule accumulator
     batch_open: jax.Array  # () bool
-    batch_len: jax.Array  # () int32
     t: jax.Array  # () int32 pulls selected so far
     first_arm: jax.Array  # () int32 uniformly drawn initial arm
 
@@ -48,7 +47,7 @@ def make_exact_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorit
         return ExactUCBState(
             arms=arms, counts=jnp.zeros((A,), dt), gp=exact.init_exact(kdiag, static.u_max),
             var_fb=kdiag / params.lam, beta=jnp.zeros((), dt), logdet=jnp.zeros((), dt),
-            rule_acc=rule.init(A, dt), batch_open=jnp.asarray(True), batch_len=jnp.zeros((), jnp.int32),
+            rule_acc=rule.init(A, dt), batch_open=jnp.asarray(True),
             t=jnp.zeros((), jnp.int32), first_arm=jax.random.randint(key, (), 0, A, dtype=jnp.int32),
         )
 
@@ -64,7 +63,7 @@ def make_exact_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorit
         acc, close = rule.step(state.rule_acc, state.var_fb[q], cov_q, params.C)
         gp = exact.add_observation(kernel, params.kernel, state.arms, state.gp, q, params.lam)
         new = state._replace(
-            gp=gp, rule_acc=acc, batch_open=~(close | first), batch_len=state.batch_len + 1, t=state.t + 1)
+            gp=gp, rule_acc=acc, batch_open=~(close | first), t=state.t + 1)
         info = {"n_refresh": jnp.zeros((), jnp.int32), "dict_size": jnp.sum(state.counts > 0).astype(jnp.int32)}
         return q, new, info
 
@@ -83,8 +82,7 @@ def make_exact_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorit
             beta = beta_bbkb(static.beta_mode, params, state.logdet, 1.0 if sequential else params.C)
         A = state.arms.shape[0]
         new = state._replace(
-            var_fb=var, beta=beta, rule_acc=rule.init(A, var.dtype), batch_open=jnp.asarray(True),
-            batch_len=jnp.zeros((), jnp.int32))
+            var_fb=var, beta=beta, rule_acc=rule.init(A, var.dtype), batch_open=jnp.asarray(True))
         n_unique = state.gp.n_slots
         info = {"dict_size": n_unique, "dict_wanted": n_unique, "pulled_wanted": n_unique,
                 "overflow": n_unique > static.u_max,

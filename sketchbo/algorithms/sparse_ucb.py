@@ -47,7 +47,6 @@ class SparseUCBState(NamedTuple):
     logdet: jax.Array  # () BBKB width accumulator (sum over pulls of log(1 + c s~^2_fb))
     rule_acc: jax.Array  # () or (A,) batch-rule accumulator
     batch_open: jax.Array  # () bool, the current batch continues
-    batch_len: jax.Array  # () int32 pulls in the current batch
     t: jax.Array  # () int32 pulls selected so far
     first_arm: jax.Array  # () int32 the uniformly drawn initial arm x_1
 
@@ -71,7 +70,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             W=jnp.zeros((m_max, m_max), dt), Vinv=eye / params.lam, M=jnp.zeros((m_max, m_max), dt),
             mean=jnp.zeros((A,), dt), var_fb=kdiag / params.lam, ucb=ucb_table(jnp.zeros((A,), dt), block),
             fresh=jnp.ones((A,), bool), beta=jnp.zeros((), dt), logdet=jnp.zeros((), dt),
-            rule_acc=rule.init(A, dt), batch_open=jnp.asarray(True), batch_len=jnp.zeros((), jnp.int32),
+            rule_acc=rule.init(A, dt), batch_open=jnp.asarray(True),
             t=jnp.zeros((), jnp.int32),
             first_arm=jax.random.randint(key, (), 0, A, dtype=jnp.int32),  # Alg. 1, L1: x_1 uniform
         )
@@ -103,7 +102,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
         Vinv = nystrom.add_to_batch(state.Vinv, state.W, kS(q))  # Alg. 1, L7: s~_t shrinks in-batch
         new = state._replace(
             ucb=ucb, fresh=jnp.zeros_like(fresh), Vinv=Vinv, rule_acc=acc,
-            batch_open=~(close | first), batch_len=state.batch_len + 1, t=state.t + 1,
+            batch_open=~(close | first), t=state.t + 1,
         )
         info = {"n_refresh": n_refresh, "dict_size": jnp.sum(state.dict_mask).astype(jnp.int32)}
         return q, new, info
@@ -133,7 +132,6 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             var_fb=post.var, ucb=ucb_table(post.mean + beta * jnp.sqrt(post.var), block),
             fresh=jnp.ones((A,), bool),
             beta=beta, rule_acc=rule.init(A, state.var_fb.dtype), batch_open=jnp.asarray(True),
-            batch_len=jnp.zeros((), jnp.int32),
         )
         info = {
             "dict_size": jnp.minimum(wanted, m_max).astype(jnp.int32), "dict_wanted": wanted.astype(jnp.int32),

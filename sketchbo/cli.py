@@ -4,23 +4,37 @@ Examples::
 
     sketchbo-run                                   # BBKB, BKB and GP-UCB on gp_sample, one table
     sketchbo-run algorithm=bbkb problem=cadata T=2000 n_seeds=2 algorithm.qbar=2 algorithm.lam=0.2
+    sketchbo-run -m algorithm=bbkb algorithm.qbar=1,2,5 algorithm.C=1.5,2,4 algorithm.lam=0.05,0.2,1
+    sketchbo-run algorithm=bbkb logger=wandb       # one offline W&B run per seed
 
-Configs live in the repository's ``configs/`` folder (groups ``algorithm``, ``problem``, ``kernel``).
-``algorithm=compare`` runs each of its ``members`` with that member's own config on the same
-problem, kernel and seeds, writing ``<run_dir>/<member>/{summary.json,traces.npz}`` and
-``<run_dir>/comparison.json``; a single algorithm writes ``<run_dir>/{summary.json,traces.npz}``.
-Bad input (a ValueError or a missing data file) prints ``sketchbo-run: error: <message>`` to stderr
-and exits with status 2. This is the only module that imports hydra or omegaconf.
+Configs live in the repository's ``configs/`` folder (groups ``algorithm``, ``problem``, ``kernel``,
+``logger``, ``experiment``, ``hydra/launcher``). ``algorithm=compare`` runs each of its ``members``
+with that member's own config on the same problem, kernel and seeds, writing
+``<run_dir>/<member>/{config.yaml,traces.npz,summary.json}`` and ``<run_dir>/comparison.json``; a
+single algorithm writes ``<run_dir>/{config.yaml,traces.npz,summary.json}``.
+
+Resuming: a result directory that already holds the complete result of the same resolved config
+(``tracking.load_complete``; the keys of ``RUNTIME_KEYS`` do not count) is not recomputed: the job
+prints ``skipping: complete results in <dir>`` and reuses it. Multirun job directories are named by
+the job's overrides (``configs/config.yaml``, ``hydra.sweep``), so re-running an interrupted sweep
+redoes only the jobs that did not finish.
+
+Bad input (a ValueError, a missing data file, a failed W&B start) prints
+``sketchbo-run: error: <message>`` to stderr and exits with status 2. This is the only module that
+imports hydra or omegaconf.
 """
 from __future__ import annotations
 
+import copy
+import json
 import sys
 from pathlib import Path
 
 import hydra
 import jax
+import numpy as np
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sketchbo import tracking
 from sketchbo.problems import make_problem
@@ -30,7 +44,9 @@ PROG = "sketchbo-run"
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 COMPARE = "compare"
 COMPARE_KEYS = ("name", "members")  # compare.yaml keys that are not shared parameter overrides
-USER_ERRORS = (ValueError, OSError)  # bad parameters, missing or corrupt data files
+USER_ERRORS = (ValueError, OSError, tracking.LoggingError)  # bad parameters, missing data files, W&B failures
+# Config keys that do not change a result: a stored result whose config differs only here is complete.
+RUNTIME_KEYS = ("progress", "logger", "problem.data_dir", "problem.download")
 
 
 def known_algorithms() -> list[str]:
@@ -94,29 +110,92 @@ def check_hyperparameters(algos: list[dict], T) -> None:
         resolve_hyperparameters(algo["name"], hyperparameters(algo), T)
 
 
-def run_algorithm(algo: dict, problem, cfg: DictConfig, run_dir: Path) -> dict:
-    """Run one algorithm config, write its result files into ``run_dir``, return its summary."""
+def check_logger(cfg: DictConfig) -> None:
+    """ValueError for a W&B mode that does not exist (before anything runs)."""
+    logger = OmegaConf.to_container(cfg.logger, resolve=True)
+    if logger.get("name") == "wandb" and logger.get("mode") not in tracking.WANDB_MODES:
+        raise ValueError(f"logger.mode={logger.get('mode')!r} is invalid; choose from {list(tracking.WANDB_MODES)}")
+
+
+def job_config(cfg: DictConfig, algo: dict) -> dict:
+    """The resolved config of one algorithm's result: ``cfg`` with ``algorithm`` replaced by ``algo``.
+
+    Interpolations that use the algorithm (the W&B group) resolve with that algorithm's own name.
+    """
+    job = copy.deepcopy(cfg)
+    with open_dict(job):
+        job.algorithm = algo
+    return OmegaConf.to_container(job, resolve=True)
+
+
+def uniform_gap(problem) -> float:
+    """f* - mean f: the expected instant regret of uniform arm choice (R_t^unif = t · gap)."""
+    f = np.asarray(problem.f, dtype=np.float64)
+    return float(f.max() - f.mean())
+
+
+def run_algorithm(algo: dict, problem, cfg: DictConfig, run_dir: Path, config: dict | None = None) -> dict:
+    """Run one algorithm config, write its result files into ``run_dir``, return its summary.
+
+    Files: ``config.yaml`` (resolved), ``traces.npz``, W&B runs when ``logger=wandb``, and
+    ``summary.json`` last, whose presence marks the result complete.
+    """
+    config = job_config(cfg, algo) if config is None else config
     result = run(
         algo["name"], problem, T=cfg.T, n_seeds=cfg.n_seeds, seed=cfg.seed, params=hyperparameters(algo),
         kernel=kernel_override(cfg), dtype=cfg.dtype, seed_axis=cfg.seed_axis, progress=cfg.progress,
     )
-    config = OmegaConf.to_container(cfg, resolve=True)
-    config["algorithm"] = algo
-    return tracking.write_results(run_dir, result, config)
+    return tracking.write_results(run_dir, result, config, uniform_gap=uniform_gap(problem),
+                                  config_text=OmegaConf.to_yaml(OmegaConf.create(config)))
+
+
+def completed(run_dir: Path, config: dict) -> dict | None:
+    """The stored summary when ``run_dir`` holds the complete result of ``config`` (then it says so)."""
+    summary, why = tracking.load_complete(run_dir, config, ignore=RUNTIME_KEYS)
+    if summary is not None:
+        print(f"skipping: complete results in {run_dir}", flush=True)
+    elif why:
+        print(f"recomputing {run_dir}: {why}", flush=True)
+    return summary
+
+
+def write_comparison(run_dir: Path, cfg: DictConfig, algos: list[dict], summaries: list[dict]) -> None:
+    """Write ``comparison.json`` unless an identical one is already there."""
+    comparison = tracking.to_jsonable({
+        "problem": summaries[0]["problem"], "T": cfg.T, "n_seeds": cfg.n_seeds, "seeds": summaries[0]["seeds"],
+        "members": [a["name"] for a in algos], "rows": [tracking.table_row(s) for s in summaries],
+    })
+    path = run_dir / "comparison.json"
+    try:
+        if json.loads(path.read_text(encoding="utf-8")) == comparison:
+            return
+    except (OSError, ValueError):
+        pass
+    tracking.atomic_write_json(path, comparison)
 
 
 def execute(cfg: DictConfig, run_dir: Path) -> list[dict]:
-    """Run everything ``cfg`` asks for and write the result files; return the summaries."""
+    """Run everything ``cfg`` asks for and write the result files; return the summaries.
+
+    Results that ``run_dir`` already holds completely for the same config are reused, not recomputed;
+    the problem is built only when something has to run.
+    """
     algos = algorithm_configs(cfg)
     check_hyperparameters(algos, cfg.T)
-    problem = build_problem(cfg)
-    if cfg.algorithm.name != COMPARE:
-        return [run_algorithm(algos[0], problem, cfg, run_dir)]
-    summaries = [run_algorithm(a, problem, cfg, run_dir / a["name"]) for a in algos]
-    tracking.atomic_write_json(run_dir / "comparison.json", {
-        "problem": problem.name, "T": cfg.T, "n_seeds": cfg.n_seeds, "seeds": summaries[0]["seeds"],
-        "members": [a["name"] for a in algos], "rows": [tracking.table_row(s) for s in summaries],
-    })
+    check_logger(cfg)
+    compare = cfg.algorithm.name == COMPARE
+    problem = None
+    summaries = []
+    for algo in algos:
+        out = run_dir / algo["name"] if compare else run_dir
+        config = job_config(cfg, algo)
+        summary = completed(out, config)
+        if summary is None:
+            problem = build_problem(cfg) if problem is None else problem
+            summary = run_algorithm(algo, problem, cfg, out, config)
+        summaries.append(summary)
+    if compare:
+        write_comparison(run_dir, cfg, algos, summaries)
     return summaries
 
 
@@ -128,7 +207,7 @@ def fail(message: str) -> None:
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")
 def app(cfg: DictConfig) -> None:
-    """The Hydra task: set precision, run, write results, print the table."""
+    """The Hydra task: set precision, run (or reuse complete results), write results, print the table."""
     if cfg.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     run_dir = Path(HydraConfig.get().runtime.output_dir)

@@ -1,7 +1,8 @@
-"""Result files of a run (DESIGN §5): ``summary.json``, ``traces.npz`` and the comparison table.
+"""Result files of a run (DESIGN §5), their completeness check, W&B logging and the comparison table.
 
 Every run directory gets
 
+* ``config.yaml``: the resolved config (YAML text from the CLI);
 * ``summary.json``: per-seed end-of-run metrics (cumulative regret at T on the noiseless f, the
   ratio R_T / R_T^unif, batches, batch and dictionary sizes), timings, device, dtype, the
   resolved config and the runner's capacity events;
@@ -9,14 +10,20 @@ Every run directory gets
   ``batch_index``, ``dict_size`` of shape (n_seeds, T), and ``round_time_s`` (one entry per round).
 
 Files are written atomically (temporary file in the same directory, fsync, ``os.replace``), so a
-reader never sees a half-written result. Plot scripts read these files only. This module is the
-only one allowed to import wandb; nothing here needs it yet.
+reader never sees a half-written result, and ``traces.npz`` before ``summary.json``: a run directory
+whose ``summary.json`` and ``traces.npz`` load and whose stored config equals the current one holds a
+complete result (``load_complete``), which a re-run skips. Plot scripts read these files only.
+
+W&B (``log_wandb``): one W&B run per seed with the per-round metrics of its traces, logged after
+``traces.npz`` and before ``summary.json``. This module is the only one that imports wandb, and only
+inside ``log_wandb``, so runs without the W&B logger never import it.
 """
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +76,11 @@ def atomic_write_json(path, obj) -> Path:
     return _atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
 
 
+def atomic_write_text(path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    return _atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
+
+
 def atomic_savez(path, **arrays) -> Path:
     """``np.savez(path, **arrays)`` atomically (``path`` is used as given, no ``.npz`` appended)."""
     return _atomic_write(path, lambda fh: np.savez(fh, **arrays))
@@ -97,15 +109,188 @@ def summary_of(result, config: dict) -> dict:
     return summary
 
 
-def write_results(run_dir, result, config: dict) -> dict:
-    """Write ``summary.json`` and ``traces.npz`` of ``result`` into ``run_dir``; return the summary."""
-    run_dir = Path(run_dir)
+def trace_arrays(result) -> dict:
+    """The ``traces.npz`` arrays of a runner ``RunResult``."""
     arrays = {key: np.asarray(result.traces[key]) for key in TRACE_KEYS}
     arrays["round_time_s"] = np.asarray(result.round_time_s, dtype=np.float64)
-    atomic_savez(run_dir / "traces.npz", **arrays)
+    return arrays
+
+
+def write_results(run_dir, result, config: dict, uniform_gap: float | None = None,
+                  config_text: str | None = None) -> dict:
+    """Write the result files of ``result`` into ``run_dir``, ``summary.json`` last; return the summary.
+
+    Order: a ``summary.json`` already there is removed (so that a ``summary.json`` always belongs to
+    the files beside it), then ``config.yaml`` (``config_text``, the resolved config as YAML, when
+    given), ``traces.npz``, the W&B runs when ``config["logger"]["name"]`` is ``wandb`` (see
+    ``log_wandb``; ``uniform_gap`` = f* - mean f gives the per-round regret ratio), and
+    ``summary.json``. A result with a ``summary.json`` is therefore complete, logged included.
+    """
+    run_dir = Path(run_dir)
+    arrays = trace_arrays(result)
     summary = summary_of(result, config)
+    (run_dir / "summary.json").unlink(missing_ok=True)
+    if config_text is not None:
+        atomic_write_text(run_dir / "config.yaml", config_text)
+    atomic_savez(run_dir / "traces.npz", **arrays)
+    logger = config.get("logger") or {}
+    if logger.get("name") == "wandb":
+        log_wandb(summary, arrays, logger, run_dir, uniform_gap)
     atomic_write_json(run_dir / "summary.json", summary)
     return summary
+
+
+# ------------------------------------------------------------------------------------- completeness
+
+def _plain(value):
+    """``value`` as it reads back from ``summary.json`` (JSON round trip)."""
+    return json.loads(json.dumps(to_jsonable(value), allow_nan=True))
+
+
+def _drop(config: dict, ignore) -> dict:
+    """A copy of ``config`` without the dotted keys in ``ignore`` (e.g. ``"logger"``, ``"problem.data_dir"``)."""
+    config = json.loads(json.dumps(config, allow_nan=True))
+    for dotted in ignore:
+        *parents, last = dotted.split(".")
+        node = config
+        for key in parents:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(last, None)
+    return config
+
+
+def _differences(a, b, prefix: str = "") -> list[str]:
+    """The dotted keys at which two plain configs differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in sorted(set(a) | set(b), key=str):
+            name = f"{prefix}.{key}" if prefix else str(key)
+            if key not in a or key not in b:
+                out.append(name)
+            else:
+                out.extend(_differences(a[key], b[key], name))
+        return out
+    return [] if a == b else [prefix or "<root>"]
+
+
+def load_complete(run_dir, config: dict, ignore=()) -> tuple[dict | None, str]:
+    """``(summary, "")`` when ``run_dir`` holds the complete result of ``config``, else ``(None, why)``.
+
+    Complete: ``summary.json`` and ``traces.npz`` are present and load, the traces have every array with
+    the summary's shape, and the summary's stored config equals ``config`` apart from the dotted keys
+    in ``ignore`` (settings that do not change results, such as the progress display or the logger).
+    ``why`` is empty when there is no ``summary.json`` at all (nothing was finished there).
+    """
+    run_dir = Path(run_dir)
+    summary_path, traces_path = run_dir / "summary.json", run_dir / "traces.npz"
+    if not summary_path.exists():
+        return None, ""
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        stored = summary["config"]
+        shape = (int(summary["n_seeds"]), int(summary["T"]))
+    except (OSError, ValueError, KeyError, TypeError) as err:  # truncated or foreign file
+        return None, f"unreadable summary.json ({type(err).__name__}: {err})"
+    diff = _differences(_drop(stored, ignore), _drop(_plain(config), ignore))
+    if diff:
+        shown = ", ".join(diff[:5]) + (", ..." if len(diff) > 5 else "")
+        return None, f"results of a different config (differs in {shown})"
+    try:
+        with np.load(traces_path) as traces:
+            for key in TRACE_KEYS:
+                if traces[key].shape != shape:
+                    return None, f"traces.npz has {key} of shape {traces[key].shape}, not {shape}"
+            if traces["round_time_s"].ndim != 1:
+                return None, "traces.npz has no per-round times"
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:  # missing, truncated, foreign
+        return None, f"unreadable traces.npz ({type(err).__name__}: {err})"
+    return summary, ""
+
+
+# ---------------------------------------------------------------------------------------------- W&B
+
+def round_metrics(traces: dict, seed_index: int, uniform_gap: float | None = None) -> list[dict]:
+    """Per-round metrics of one seed from its traces, one dict per round (index = round).
+
+    ``t`` (pulls done), ``cumulative_regret`` R_t at the end of the round, ``regret_ratio`` R_t / (t·gap)
+    with gap = f* - mean f (``uniform_gap``; NaN when unknown or 0), ``batch_size``, ``dict_size`` (the
+    dictionary of the round's last selection) and ``round_time_s`` (the wall time of that round, for
+    all seeds together).
+    """
+    batch = np.asarray(traces["batch_index"][seed_index]).astype(np.int64)
+    regret = np.cumsum(np.asarray(traces["instant_regret"][seed_index], dtype=np.float64))
+    dict_size = np.asarray(traces["dict_size"][seed_index])
+    times = np.asarray(traces["round_time_s"], dtype=np.float64)
+    n_rounds = int(batch.max()) + 1 if batch.size else 0
+    sizes = np.bincount(batch, minlength=n_rounds)
+    ends = np.maximum(np.searchsorted(batch, np.arange(n_rounds), side="right") - 1, 0)
+    gap = float(uniform_gap) if uniform_gap is not None else float("nan")
+    rows = []
+    for r in range(n_rounds):
+        t = int(ends[r]) + 1
+        unif = t * gap
+        rows.append({
+            "round": r,
+            "t": t,
+            "cumulative_regret": float(regret[ends[r]]),
+            "regret_ratio": float(regret[ends[r]] / unif) if unif > 0 else float("nan"),
+            "batch_size": int(sizes[r]),
+            "dict_size": int(dict_size[ends[r]]),
+            "round_time_s": float(times[r]) if r < times.size else float("nan"),
+        })
+    return rows
+
+
+class LoggingError(RuntimeError):
+    """W&B could not start or record a run (e.g. online mode without an account)."""
+
+
+WANDB_MODES = ("offline", "online", "disabled")
+
+
+def log_wandb(summary: dict, traces: dict, logger: dict, run_dir, uniform_gap: float | None = None) -> list[str]:
+    """Log every seed of a result as its own W&B run; return the runs' local directories.
+
+    ``logger`` is the resolved ``configs/logger/wandb.yaml``: ``mode`` (offline | online | disabled),
+    ``project``, ``entity``, ``group``, ``dir`` (null = ``$WANDB_DIR`` if set, else ``run_dir``) and
+    ``tags``. Run name ``<algorithm>-seed<seed>``; config = the resolved config with ``seed`` set to the
+    run's seed; history = ``round_metrics`` with the round as step; summary = the seed's end-of-run
+    numbers. Offline mode writes ``<dir>/wandb/offline-run-*`` and never uses the network; ``disabled``
+    logs nothing and does not import wandb.
+    """
+    mode = str(logger.get("mode") or "offline")
+    if mode not in WANDB_MODES:
+        raise ValueError(f"logger.mode={mode!r} is invalid; choose from {list(WANDB_MODES)}")
+    if mode == "disabled":
+        return []
+    os.environ.setdefault("WANDB_SILENT", "true")
+    import wandb  # lazy: only runs that log to W&B import it
+
+    root = logger.get("dir") or os.environ.get("WANDB_DIR") or run_dir
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    config = summary.get("config") or {}
+    notes = (config.get("experiment") or {}).get("description")
+    settings = wandb.Settings(silent=True, quiet=True, console="off", x_disable_stats=True, save_code=False)
+    dirs = []
+    for i, seed in enumerate(summary["seeds"]):
+        try:
+            run = wandb.init(
+                project=logger.get("project") or "sketchbo", entity=logger.get("entity"),
+                group=logger.get("group"), name=f"{summary['algorithm']}-seed{seed}",
+                job_type=str(summary["algorithm"]), tags=[str(t) for t in logger.get("tags") or []],
+                notes=notes, config={**config, "seed": int(seed), "seed_index": i}, dir=str(root),
+                mode=mode, reinit="create_new", settings=settings)
+            with run:
+                for row in round_metrics(traces, i, uniform_gap):
+                    run.log(row, step=row["round"])
+                run.summary.update({key: summary[key][i] for key in PER_SEED_KEYS})
+                run.summary.update({key: summary[key] for key in ("problem", "T", "wall_time_s", "compile_time_s")})
+                dirs.append(str(Path(run.dir).parent))
+        except Exception as err:  # wandb's own errors have no common public base class
+            raise LoggingError(f"W&B logging failed (logger.mode={mode}): {type(err).__name__}: {err}") from err
+    return dirs
 
 
 def table_row(summary: dict) -> dict:

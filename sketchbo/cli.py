@@ -38,7 +38,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sketchbo import tracking
 from sketchbo.problems import make_problem
-from sketchbo.runner import resolve_hyperparameters, run
+from sketchbo.runner import grid_points, resolve_hyperparameters, run, run_grid
 
 PROG = "sketchbo-run"
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -174,12 +174,58 @@ def write_comparison(run_dir: Path, cfg: DictConfig, algos: list[dict], summarie
     tracking.atomic_write_json(path, comparison)
 
 
+def grid_of(cfg: DictConfig) -> dict:
+    """The non-null ``grid.<key>`` lists of the config ({} when there is no grid)."""
+    grid = OmegaConf.to_container(cfg.grid, resolve=True) if cfg.get("grid") is not None else {}
+    return {k: v for k, v in grid.items() if v is not None}
+
+
+def point_dirname(point: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in point.items())
+
+
+def execute_grid(cfg: DictConfig, run_dir: Path, grid: dict) -> list[dict]:
+    """A float grid as one vmapped/mapped program: one result directory per point, ``grid/<k=v,...>/``.
+
+    Each point's files are those of a single run with ``algorithm.<k>=v`` (its stored config has the
+    algorithm values set and no grid), so they equal the corresponding multirun job's numbers.
+    """
+    if cfg.algorithm.name == COMPARE:
+        raise ValueError("grid.* needs a single algorithm (algorithm=<name>), not algorithm=compare")
+    algo = algorithm_configs(cfg)[0]
+    points = grid_points(algo["name"], grid)
+    check_hyperparameters([{**algo, **pt} for pt in points], cfg.T)
+    check_logger(cfg)
+    plain = copy.deepcopy(cfg)
+    with open_dict(plain):
+        plain.grid = {k: None for k in plain.grid}
+    configs = [job_config(plain, {**algo, **pt}) for pt in points]
+    outs = [run_dir / "grid" / point_dirname(pt) for pt in points]
+    done = [completed(out, config) for out, config in zip(outs, configs)]
+    if all(d is not None for d in done):
+        return [{**d, "label": f"{algo['name']} {point_dirname(pt)}"} for d, pt in zip(done, points)]
+    problem = build_problem(cfg)
+    results = run_grid(algo["name"], problem, T=cfg.T, grid=grid, n_seeds=cfg.n_seeds, seed=cfg.seed,
+                       params=hyperparameters(algo), kernel=kernel_override(cfg), dtype=cfg.dtype,
+                       seed_axis=cfg.seed_axis, progress=cfg.progress)
+    summaries = []
+    for (pt, result), out, config, summary in zip(results, outs, configs, done):
+        if summary is None:  # finished points are kept as they are
+            summary = tracking.write_results(out, result, config, uniform_gap=uniform_gap(problem),
+                                             config_text=OmegaConf.to_yaml(OmegaConf.create(config)))
+        summaries.append({**summary, "label": f"{algo['name']} {point_dirname(pt)}"})
+    return summaries
+
+
 def execute(cfg: DictConfig, run_dir: Path) -> list[dict]:
     """Run everything ``cfg`` asks for and write the result files; return the summaries.
 
     Results that ``run_dir`` already holds completely for the same config are reused, not recomputed;
     the problem is built only when something has to run.
     """
+    grid = grid_of(cfg)
+    if grid:
+        return execute_grid(cfg, run_dir, grid)
     algos = algorithm_configs(cfg)
     check_hyperparameters(algos, cfg.T)
     check_logger(cfg)

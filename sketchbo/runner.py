@@ -13,6 +13,7 @@ redone with a capacity about 1.5 times larger and the event is reported.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 import time
@@ -194,7 +195,8 @@ def _over_seeds(fn, seed_axis: str):
 
 
 def make_program(alg, T: int, seed_axis: str, rounds_per_call: int):
-    """(init_fn, chunk_fn): jitted functions over stacked seeds."""
+    """(init_fn, chunk_fn): jitted functions over stacked elements (a seed at a hyperparameter point):
+    keys, params and xi carry one leading entry per element."""
     maybe_round = _make_round(alg, T)
 
     def init_one(keys: SeedKeys, arms, params):
@@ -209,10 +211,10 @@ def make_program(alg, T: int, seed_axis: str, rounds_per_call: int):
         return jax.lax.fori_loop(0, rounds_per_call, lambda _, c: maybe_round(c, keys, params, f, noise, xi), carry)
 
     def init_all(keys, arms, params):
-        return _over_seeds(lambda k: init_one(k, arms, params), seed_axis)(keys)
+        return _over_seeds(lambda k, p: init_one(k, arms, p), seed_axis)(keys, params)
 
     def chunk_all(keys, carry, noise, params, f, xi):
-        return _over_seeds(lambda k, c, n: chunk_one(k, c, n, params, f, xi), seed_axis)(keys, carry, noise)
+        return _over_seeds(lambda k, c, n, p, x: chunk_one(k, c, n, p, f, x), seed_axis)(keys, carry, noise, params, xi)
 
     return jax.jit(init_all), jax.jit(chunk_all, donate_argnums=(1,))
 
@@ -325,6 +327,22 @@ def _execute(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_c
             return carry, noise, np.asarray(round_times[:rounds]), compile_s
 
 
+GRID_KEYS = ("lam", "qbar", "C", "F", "delta", "eps")  # float hyperparameters that can be a grid axis
+
+
+def grid_points(algorithm: str, grid: dict | None) -> list[dict]:
+    """The Cartesian product of ``grid`` ({name: [values]}), validated; [{}] without a grid."""
+    grid = {k: v for k, v in (grid or {}).items() if v is not None}
+    defaults = ALGORITHMS[algorithm].defaults if algorithm in ALGORITHMS else {}
+    for key, values in grid.items():
+        if key not in GRID_KEYS or key not in defaults:
+            allowed = [k for k in GRID_KEYS if k in defaults]
+            raise ValueError(f"grid.{key} is not a grid axis of {algorithm!r}; allowed: {allowed}")
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or len(values) == 0:
+            raise ValueError(f"grid.{key}={values!r} is invalid; it must be a non-empty list of numbers")
+    return [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
+
+
 def run(algorithm: str, problem: Problem, *, T: int, n_seeds: int = 1, seed: int = 0, params: dict | None = None,
         kernel: dict | None = None, dtype: str = "float64", seed_axis: str = "auto", progress: bool = True,
         rounds_per_call: int | None = None) -> RunResult:
@@ -334,9 +352,25 @@ def run(algorithm: str, problem: Problem, *, T: int, n_seeds: int = 1, seed: int
     algorithm's hyperparameters (see ``ALGORITHMS[algorithm].defaults``); ``kernel`` overrides the
     problem's kernel, e.g. ``{"name": "rbf", "sigma2": 5.0}``.
     """
+    return run_grid(algorithm, problem, T=T, n_seeds=n_seeds, seed=seed, params=params, kernel=kernel,
+                    dtype=dtype, seed_axis=seed_axis, progress=progress, rounds_per_call=rounds_per_call)[0][1]
+
+
+def run_grid(algorithm: str, problem: Problem, *, T: int, grid: dict | None = None, n_seeds: int = 1, seed: int = 0,
+             params: dict | None = None, kernel: dict | None = None, dtype: str = "float64", seed_axis: str = "auto",
+             progress: bool = True, rounds_per_call: int | None = None) -> list[tuple[dict, RunResult]]:
+    """Like :func:`run`, for every point of a grid of float hyperparameters, in one compiled program.
+
+    ``grid`` maps names of :data:`GRID_KEYS` to lists of values, e.g. ``{"qbar": [1, 2, 5], "C": [1.5, 2]}``;
+    the grid points and the seeds share one program (the float hyperparameters are arguments, not
+    constants), so a grid costs one compilation, and each point's result equals :func:`run` with those
+    values. Returns ``[(point, result), ...]`` in the order of the Cartesian product. ``wall_time_s``,
+    ``compile_time_s`` and ``round_time_s`` of every result are those of the whole grid program.
+    """
     wall0 = time.perf_counter()
     T, n_seeds, seed = _check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call)
-    hyper = resolve_hyperparameters(algorithm, params, T)
+    points = grid_points(algorithm, grid)
+    hypers = [resolve_hyperparameters(algorithm, {**(params or {}), **pt}, T) for pt in points]
     problem = check_problem(problem)
     if dtype == "float64":
         jax.config.update("jax_enable_x64", True)  # entry point: float64 on by default (DESIGN §4)
@@ -344,26 +378,32 @@ def run(algorithm: str, problem: Problem, *, T: int, n_seeds: int = 1, seed: int
     A, d = problem.arms.shape
     kname, kparams = _resolve_kernel(problem, kernel, d, jdt)
     spec = ALGORITHMS[algorithm]
-    lam = hyper.get("lam", 1.0)
-    xi = float(problem.noise_std) if problem.noise_std is not None else math.sqrt(lam)  # xi^2 = lam (§9)
+    hyper = hypers[0]  # the discrete choices are the same at every point
+    xis = [float(problem.noise_std) if problem.noise_std is not None else math.sqrt(h.get("lam", 1.0))
+           for h in hypers]  # xi^2 = lam (PROTOCOLS §9)
     seed_axis = _default_seed_axis() if seed_axis == "auto" else seed_axis
     if rounds_per_call is None:
         rounds_per_call = 4 if spec.batched else max(1, min(64, T // 100))
 
     arms = jnp.asarray(problem.arms, jdt)
     f = jnp.asarray(problem.f, jdt)
+
+    def element_values(key, default):  # one entry per element: points outer, seeds inner
+        return jnp.asarray([h.get(key, default) for h in hypers for _ in range(n_seeds)], jdt)
+
+    n_el = len(hypers) * n_seeds
     pvals = Params(
-        lam=jnp.asarray(lam, jdt), qbar=jnp.asarray(hyper.get("qbar", 1.0), jdt),
-        C=jnp.asarray(hyper.get("C", 1.0), jdt), F=jnp.asarray(hyper.get("F", 0.0), jdt),
-        delta=jnp.asarray(hyper.get("delta", 0.5), jdt), xi=jnp.asarray(xi, jdt),
-        eps=jnp.asarray(hyper.get("eps", 0.0), jdt), kernel=kparams)
+        lam=element_values("lam", 1.0), qbar=element_values("qbar", 1.0), C=element_values("C", 1.0),
+        F=element_values("F", 0.0), delta=element_values("delta", 0.5),
+        xi=jnp.asarray([x for x in xis for _ in range(n_seeds)], jdt), eps=element_values("eps", 0.0),
+        kernel=jax.tree.map(lambda v: jnp.broadcast_to(v, (n_el,) + v.shape), kparams))
     seeds = [seed + i for i in range(n_seeds)]
-    keys = jax.tree.map(lambda *k: jnp.stack(k), *[_seed_keys(s) for s in seeds])
+    keys = jax.tree.map(lambda *k: jnp.stack(k), *[_seed_keys(s) for _ in hypers for s in seeds])
     sparse = spec.engine == "sparse"
     m_max = min(hyper.get("m_max", 1), A) if sparse else 1
     u_max = min(hyper.get("u_max", 1), A, T) if spec.engine in ("sparse", "exact") else 1
     events = []
-    label = f"{algorithm}/{problem.name}"
+    label = f"{algorithm}/{problem.name}" + (f" grid of {len(points)}" if len(points) > 1 else "")
     compile_total = 0.0
     while True:
         static = Static(A=A, d=d, T=T, m_max=m_max, u_max=u_max, kernel=kname, beta_family=hyper.get("beta_family", "bbkb"),
@@ -371,7 +411,7 @@ def run(algorithm: str, problem: Problem, *, T: int, n_seeds: int = 1, seed: int
                         batch_rule=rule_name(spec, hyper),
                         exact_dictionary=hyper.get("dictionary") == "all_pulled")
         carry, noise, round_times, compile_s = _execute(
-            spec, static, T, keys, arms, pvals, f, jnp.asarray(xi, jdt), seed_axis, rounds_per_call,
+            spec, static, T, keys, arms, pvals, f, pvals.xi, seed_axis, rounds_per_call,
             _Progress(progress, label, T))
         compile_total += compile_s
         tr = carry[1]
@@ -386,8 +426,13 @@ def run(algorithm: str, problem: Problem, *, T: int, n_seeds: int = 1, seed: int
                 print(f"[{label}] {events[-1]}", file=sys.stderr, flush=True)
         m_max = min(A, max(m_max, math.ceil(1.5 * wanted[0]))) if wanted[0] > m_max else m_max
         u_max = min(A, T, max(u_max, math.ceil(1.5 * wanted[1]))) if wanted[1] > u_max else u_max
-    return _collect(algorithm, problem, T, seeds, carry, noise, xi, round_times, wall0, compile_total,
-                    dtype, events, {**hyper, "m_max_final": m_max, "u_max_final": u_max, "xi": xi})
+    results = []
+    for g, (pt, h, xi) in enumerate(zip(points, hypers, xis)):
+        part = jax.tree.map(lambda x: x[g * n_seeds:(g + 1) * n_seeds], (carry, noise))
+        results.append((pt, _collect(algorithm, problem, T, seeds, part[0], part[1], xi, round_times, wall0,
+                                     compile_total, dtype, events,
+                                     {**h, "m_max_final": m_max, "u_max_final": u_max, "xi": xi})))
+    return results
 
 
 def _collect(algorithm, problem, T, seeds, carry, noise, xi, round_times, wall0, compile_s, dtype, events, hyper):

@@ -298,7 +298,7 @@ def table_row(summary: dict) -> dict:
     regret = np.asarray(summary["cumulative_regret"], dtype=np.float64)
     ratio = np.asarray(summary["regret_ratio"], dtype=np.float64)
     return {
-        "algorithm": summary["algorithm"],
+        "algorithm": summary.get("label", summary["algorithm"]),  # a grid run labels each point
         "regret_mean": float(regret.mean()),
         "regret_std": float(regret.std()),
         "ratio_mean": float(ratio.mean()),

@@ -406,3 +406,33 @@ def test_progress_is_one_redrawn_line_on_a_terminal_and_plain_lines_otherwise(mo
     monkeypatch.setattr(sys, "stderr", Terminal())
     runner._Progress(False, "bbkb/test", T=100)(100, 1, final=True)
     assert sys.stderr.getvalue() == ""
+
+
+def test_float_grid_in_one_program_equals_the_multirun(tmp_path):
+    """grid.qbar=[1,3] grid.C=[1.5,3] runs the four points in one program with the multirun's numbers."""
+    common = ["algorithm=bbkb", "problem.A=100", "T=25", "n_seeds=2", "progress=false"]
+    proc = run_cli(tmp_path / "grid", *common, "grid.qbar=[1,3]", "grid.C=[1.5,3]")
+    assert proc.returncode == 0, proc.stderr
+    assert "bbkb qbar=3,C=1.5" in proc.stdout
+    sweep = tmp_path / "sweep"
+    cmd = [sys.executable, "-m", "sketchbo", "-m", *common, "algorithm.qbar=1,3", "algorithm.C=1.5,3",
+           f"hydra.sweep.dir={sweep}"]
+    multi = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert multi.returncode == 0, multi.stderr
+    for qbar in (1, 3):
+        for C in (1.5, 3):
+            job = next(sweep.glob(f"*algorithm.C={C},algorithm.qbar={qbar},*"))
+            with np.load(tmp_path / "grid" / "grid" / f"qbar={qbar},C={C}" / "traces.npz") as g, \
+                    np.load(job / "traces.npz") as m:
+                for key in tracking.TRACE_KEYS:
+                    np.testing.assert_array_equal(g[key], m[key], err_msg=f"{key} qbar={qbar} C={C}")
+    # a re-run finds every point complete
+    again = run_cli(tmp_path / "grid", *common, "grid.qbar=[1,3]", "grid.C=[1.5,3]")
+    assert again.returncode == 0 and again.stdout.count("skipping: complete results") == 4
+
+
+def test_grid_rejects_unknown_axes_and_compare(tmp_path):
+    proc = run_cli(tmp_path, "algorithm=bkb", "problem.A=50", "T=5", "grid.C=[1.5,2]")
+    assert proc.returncode == 2 and "grid.C is not a grid axis of 'bkb'" in proc.stderr
+    proc = run_cli(tmp_path, "problem.A=50", "T=5", "grid.lam=[0.1,0.2]")
+    assert proc.returncode == 2 and "grid.* needs a single algorithm" in proc.stderr

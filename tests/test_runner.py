@@ -120,3 +120,28 @@ def test_seeds_do_not_depend_on_how_many_run_beside_them():
     a = run("bkb", SMALL, T=30, n_seeds=4, seed=10, progress=False)
     b = run("bkb", SMALL, T=30, n_seeds=2, seed=12, progress=False)
     np.testing.assert_array_equal(a.traces["query"][2:], b.traces["query"])
+
+
+def test_grid_of_hyperparameters_in_one_program_equals_separate_runs():
+    from sketchbo.runner import run_grid
+
+    res = run_grid("bbkb", SMALL, T=40, grid={"qbar": [1, 3], "lam": [0.1, 0.3]}, n_seeds=2, progress=False,
+                   params={"F": 1.0})
+    assert [pt for pt, _ in res] == [{"qbar": 1, "lam": 0.1}, {"qbar": 1, "lam": 0.3},
+                                     {"qbar": 3, "lam": 0.1}, {"qbar": 3, "lam": 0.3}]
+    for pt, r in res:
+        one = run("bbkb", SMALL, T=40, n_seeds=2, progress=False, params={"F": 1.0, **pt})
+        for key in ("query", "reward", "dict_size", "batch_index"):
+            np.testing.assert_array_equal(r.traces[key], one.traces[key], err_msg=f"{key} at {pt}")
+        assert r.hyperparameters["xi"] == pytest.approx(pt["lam"] ** 0.5)  # xi^2 = lam per point
+
+
+def test_grid_is_validated_before_compilation(no_compile):
+    from sketchbo.runner import run_grid
+
+    with pytest.raises(ValueError, match="grid.C is not a grid axis of 'bkb'"):
+        run_grid("bkb", SMALL, T=10, grid={"C": [1.5]})
+    with pytest.raises(ValueError, match=r"grid.qbar=\[\] is invalid"):
+        run_grid("bbkb", SMALL, T=10, grid={"qbar": []})
+    with pytest.raises(ValueError, match="algorithm.qbar=-1"):
+        run_grid("bbkb", SMALL, T=10, grid={"qbar": [1, -1]})

@@ -73,13 +73,13 @@ _CHOICES = {"beta": ("code", "paper"), "beta_family": ("bkb", "bbkb"), "resample
             "batch_rule": ("product", "sum"), "dictionary": ("resampled", "all_pulled")}
 
 
-def _bad(name, value, allowed):
+def invalid_value(name, value, allowed):
     return ValueError(f"{name}={value!r} is invalid; {allowed}")
 
 
-def _check_int(name, value, lo):
+def check_int(name, value, lo):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
-        raise _bad(name, value, f"it must be an integer >= {lo}")
+        raise invalid_value(name, value, f"it must be an integer >= {lo}")
     return int(value)
 
 
@@ -87,9 +87,9 @@ def _check_float(name, value, ok, allowed):
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise _bad(name, value, allowed) from None
+        raise invalid_value(name, value, allowed) from None
     if not math.isfinite(v) or not ok(v):
-        raise _bad(name, value, allowed)
+        raise invalid_value(name, value, allowed)
     return v
 
 
@@ -119,23 +119,23 @@ def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict
             hyper[key] = _check_float(f"algorithm.{key}", hyper[key], ok, allowed)
     for key, choices in _CHOICES.items():
         if key in hyper and hyper[key] not in choices:
-            raise _bad(f"algorithm.{key}", hyper[key], f"choose one of {list(choices)}")
+            raise invalid_value(f"algorithm.{key}", hyper[key], f"choose one of {list(choices)}")
     for key in ("m_max", "u_max"):
         if key in hyper:
-            hyper[key] = _check_int(f"algorithm.{key}", hyper[key], 1)
+            hyper[key] = check_int(f"algorithm.{key}", hyper[key], 1)
     return hyper
 
 
 def _check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call):
-    T = _check_int("T", T, 1)
-    n_seeds = _check_int("n_seeds", n_seeds, 1)
-    seed = _check_int("seed", seed, 0)
+    T = check_int("T", T, 1)
+    n_seeds = check_int("n_seeds", n_seeds, 1)
+    seed = check_int("seed", seed, 0)
     if dtype not in ("float64", "float32"):
-        raise _bad("dtype", dtype, "choose 'float64' or 'float32'")
+        raise invalid_value("dtype", dtype, "choose 'float64' or 'float32'")
     if seed_axis not in ("auto", "map", "vmap"):
-        raise _bad("seed_axis", seed_axis, "choose 'auto', 'map' or 'vmap'")
+        raise invalid_value("seed_axis", seed_axis, "choose 'auto', 'map' or 'vmap'")
     if rounds_per_call is not None:
-        _check_int("rounds_per_call", rounds_per_call, 1)
+        check_int("rounds_per_call", rounds_per_call, 1)
     return T, n_seeds, seed
 
 
@@ -149,7 +149,7 @@ def _resolve_kernel(problem: Problem, kernel: dict | None, d: int, dtype) -> tup
 
 # ------------------------------------------------------------------------------------ the program
 
-def _seed_keys(seed: int) -> SeedKeys:
+def seed_keys(seed: int) -> SeedKeys:
     k_init, k_noise, k_select, k_resp = jax.random.split(jax.random.key(seed), 4)
     return SeedKeys(k_init, k_noise, k_select, k_resp)
 
@@ -398,7 +398,7 @@ def run_grid(algorithm: str, problem: Problem, *, T: int, grid: dict | None = No
         xi=jnp.asarray([x for x in xis for _ in range(n_seeds)], jdt), eps=element_values("eps", 0.0),
         kernel=jax.tree.map(lambda v: jnp.broadcast_to(v, (n_el,) + v.shape), kparams))
     seeds = [seed + i for i in range(n_seeds)]
-    keys = jax.tree.map(lambda *k: jnp.stack(k), *[_seed_keys(s) for _ in hypers for s in seeds])
+    keys = jax.tree.map(lambda *k: jnp.stack(k), *[seed_keys(s) for _ in hypers for s in seeds])
     sparse = spec.engine == "sparse"
     m_max = min(hyper.get("m_max", 1), A) if sparse else 1
     u_max = min(hyper.get("u_max", 1), A, T) if spec.engine in ("sparse", "exact") else 1

@@ -1,0 +1,532 @@
+"""Ask/tell optimisation of a real black box over a finite set of candidate points.
+
+Algorithms: BKB (Calandriello, Carratino, Lazaric, Valko, Rosasco; "Gaussian process optimization with
+adaptive sketching: scalable and no regret", COLT 2019) and Batch-BKB (Calandriello, Carratino, Lazaric,
+Valko, Rosasco; "Near-linear time Gaussian process optimization with adaptive batching and
+resparsification", ICML 2020), with exact GP-UCB, GP-BUCB and eps-greedy as baselines: every name of
+:data:`sketchbo.algorithms.ALGORITHMS`. Rewards are **maximised**.
+
+The loop::
+
+    opt = Optimizer(candidates, "bbkb", seed=0)     # candidates: (A, d) array of points
+    for _ in range(20):
+        idx, X = opt.ask()                          # the next batch: indices into candidates, points (n, d)
+        ys = [f(x) for x in X]                      # evaluate the black box (the batch may run in parallel)
+        opt.tell(idx, ys)                           # the whole batch, in any order
+    index, point, mean = opt.best()
+
+``ask`` runs the algorithm's ``select`` until its batch rule closes the batch (BBKB: 1 + sum_s
+s~^2_fb(x_s) > C~, Alg. 1, L5; sequential algorithms: one point), in one jit-compiled ``while_loop``.
+Until ``tell`` it is idempotent: asking again returns the same pending batch. ``tell`` feeds the batch
+back (``update``) and refreshes the model (``resparsify``: BBKB Alg. 1, L11-16). ``save`` / ``load``
+round-trip the whole optimiser through one ``.npz`` file.
+
+Same keys, same trajectory: the state is driven exactly as :func:`sketchbo.runner.run` drives one seed
+(the keys derive from ``seed`` by ``runner.seed_keys``: ``select`` folds in the step t, ``resparsify``
+the step after the batch), so on a noiseless problem the asked points equal the runner's queries, and a
+saved and restored optimiser asks exactly (bit for bit in float64) what an uninterrupted one asks.
+
+Capacities (dictionary ``m_max``, unique pulled arms ``u_max``) are static buffer sizes, as in the
+runner. When a model needs more, the optimiser grows the capacity to 1.5 times the need and rebuilds
+its state by replaying the told batches with the larger buffers (the state a run started with that
+capacity would have after asking the same points). The Nyström engine (BKB, BBKB) overflows only when
+its dictionary is resampled after a ``tell``; the exact engine (GP-UCB, GP-BUCB) can overflow while
+selecting, which ``ask`` detects and answers by growing and asking again.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build, rule_name
+from sketchbo.gp import exact
+from sketchbo.kernels import get_kernel, kernel_params
+from sketchbo.problems.base import Problem, check_problem
+from sketchbo import tracking
+from sketchbo.runner import invalid_value, check_int, seed_keys, resolve_hyperparameters
+
+FORMAT = "sketchbo.api.Optimizer/1"  # tag of the files written by Optimizer.save
+_HEURISTIC_SUBSAMPLE = 1000  # rows used by the default kernel width (median heuristic)
+
+
+class Best(NamedTuple):
+    """The candidate with the best observed mean reward."""
+
+    index: int
+    point: np.ndarray  # (d,)
+    mean: float  # mean of the rewards told for this candidate
+
+
+class _Config(NamedTuple):
+    """Everything that defines an optimiser besides its candidates and its data (JSON-serialisable)."""
+
+    algorithm: str
+    hyper: dict  # resolved hyperparameters (delta already 1/horizon when it was None)
+    kernel: dict  # {"name": ..., **hyperparameters as floats or lists}
+    seed: int
+    horizon: int
+    dtype: str  # "float64" | "float32"
+    noise_std: float | None  # xi of the width; None: sqrt(lam) (the runner's rule)
+    m_max: int  # current dictionary capacity
+    u_max: int  # current capacity of the unique pulled arms
+
+
+class _Programs(NamedTuple):
+    """The jit-compiled functions of one static configuration."""
+
+    init: Callable  # (key, arms (A, d), params) -> state
+    ask: Callable  # (state, key, params) -> (state, queries (T,) int32 with -1 padding, n () int32)
+    # (state, queries (T,), n_forced, ys (T,), key, params) -> (state, overflow info): the feedback of a batch
+    # whose pulls are in the state (n_forced = 0, after ask) or are forced into it first (replay)
+    tell: Callable
+
+
+class _Pending(NamedTuple):
+    queries: np.ndarray  # (n,) int arms of the pending batch, in the order they were selected
+    state: object  # the algorithm state after selecting them
+
+
+# ------------------------------------------------------------------------------------------ validation
+
+def _as_candidates(candidates) -> np.ndarray:
+    """(A, d) float64 copy of the candidate points; ValueError naming what is wrong."""
+    try:
+        arr = np.array(candidates, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("candidates must be a numeric (A, d) array of points") from None
+    if arr.ndim == 1:
+        raise ValueError(f"candidates has shape {arr.shape}; expected (A, d) "
+                         "(for one-dimensional points use candidates.reshape(-1, 1))")
+    return arr
+
+
+def _checked_problem(arms: np.ndarray, noise_std, kernel: dict) -> Problem:
+    """check_problem on a reward-free Problem, its messages phrased for the API's arguments."""
+    problem = Problem("ask_tell", arms, np.zeros(arms.shape[:1]), noise_std, kernel)
+    try:
+        return check_problem(problem)
+    except ValueError as err:
+        msg = str(err).replace("problem.arms", "candidates").replace("problem.noise_std", "noise_std")
+        raise ValueError(msg) from None
+
+
+def median_sigma2(arms: np.ndarray) -> float:
+    """Default rbf width: half the median squared distance between candidates.
+
+    k(x, x') = exp(-||x - x'||^2 / (2 sigma2)) is then e^-1 at the median distance. Computed on at most
+    1000 evenly spaced rows (deterministic); 1.0 when all candidates coincide.
+    """
+    rows = np.unique(np.linspace(0, arms.shape[0] - 1, min(arms.shape[0], _HEURISTIC_SUBSAMPLE)).astype(int))
+    X = arms[rows] - arms[rows].mean(axis=0)  # (n, d), centred against cancellation
+    x2 = np.sum(X * X, axis=1)
+    sq = np.maximum(x2[:, None] + x2[None, :] - 2.0 * X @ X.T, 0.0)[np.triu_indices(len(rows), k=1)]
+    sq = sq[sq > 1e-12 * max(float(x2.max()), 1e-300)]  # pairs of equal points (up to rounding) are ignored
+    return float(np.median(sq)) / 2.0 if sq.size else 1.0
+
+
+def _kernel_spec(kernel: dict | None, arms: np.ndarray) -> dict:
+    """The kernel as a JSON-serialisable dict; None gives the rbf kernel of :func:`median_sigma2`."""
+    if kernel is None:
+        return {"name": "rbf", "sigma2": median_sigma2(arms)}
+    if not isinstance(kernel, dict):
+        raise ValueError(f"kernel={kernel!r} is invalid; pass a dict such as {{'name': 'rbf', 'sigma2': 0.5}}")
+    spec = {}
+    for key, value in kernel.items():
+        if key == "name" or value is None:
+            spec[key] = value
+            continue
+        try:
+            spec[key] = np.asarray(value, dtype=np.float64).tolist()
+        except (TypeError, ValueError):
+            raise invalid_value(f"kernel.{key}", value, "it must be a number or a list of numbers") from None
+    return spec
+
+
+def _enable_dtype(dtype: str):
+    if dtype not in ("float64", "float32"):
+        raise invalid_value("dtype", dtype, "choose 'float64' or 'float32'")
+    if dtype == "float64":
+        jax.config.update("jax_enable_x64", True)  # entry point: float64 (DESIGN §4), as runner.run does
+
+
+def _config(algorithm, params, kernel, seed, horizon, dtype, noise_std, arms) -> _Config:
+    horizon = check_int("horizon", horizon, 1)
+    seed = check_int("seed", seed, 0)
+    _enable_dtype(dtype)
+    hyper = resolve_hyperparameters(algorithm, params, horizon)
+    problem = _checked_problem(arms, noise_std, {})
+    kspec = _kernel_spec(kernel, problem.arms)
+    _kernel_params(kspec, arms.shape[1], _jdtype(dtype))  # validates the name and the hyperparameters
+    A = arms.shape[0]
+    engine = ALGORITHMS[algorithm].engine
+    m_max = min(hyper.get("m_max", 1), A) if engine == "sparse" else 1  # runner.run's initial capacities
+    u_max = min(hyper.get("u_max", 1), A, horizon) if engine in ("sparse", "exact") else 1
+    nstd = None if noise_std is None else float(noise_std)
+    return _Config(algorithm, hyper, kspec, seed, horizon, dtype, nstd, m_max, u_max)
+
+
+# ------------------------------------------------------------------------------------- the programs
+
+def _static(cfg: _Config, A: int, d: int) -> Static:
+    spec = ALGORITHMS[cfg.algorithm]
+    h = cfg.hyper
+    return Static(A=A, d=d, T=cfg.horizon, m_max=cfg.m_max, u_max=cfg.u_max, kernel=cfg.kernel["name"],
+                  beta_family=h.get("beta_family", "bbkb"), beta_mode=h.get("beta", "code"),
+                  resample=h.get("resample", "code"), batch_rule=rule_name(spec, h),
+                  exact_dictionary=h.get("dictionary") == "all_pulled")
+
+
+def _jdtype(dtype: str):
+    return jnp.float64 if dtype == "float64" else jnp.float32
+
+
+def _kernel_params(kspec: dict, d: int, jdt) -> dict:
+    spec = dict(kspec)
+    return kernel_params(spec.pop("name", None), d, dtype=jdt, **spec)
+
+
+def _params(cfg: _Config, d: int) -> Params:
+    """Params exactly as runner.run builds them (xi = noise_std, or sqrt(lam) when it is None)."""
+    jdt = _jdtype(cfg.dtype)
+    h = cfg.hyper
+    lam = h.get("lam", 1.0)
+    xi = cfg.noise_std if cfg.noise_std is not None else math.sqrt(lam)  # xi^2 = lam (PROTOCOLS §9)
+    kparams = _kernel_params(cfg.kernel, d, jdt)
+    return Params(lam=jnp.asarray(lam, jdt), qbar=jnp.asarray(h.get("qbar", 1.0), jdt),
+                  C=jnp.asarray(h.get("C", 1.0), jdt), F=jnp.asarray(h.get("F", 0.0), jdt),
+                  delta=jnp.asarray(h.get("delta", 0.5), jdt), xi=jnp.asarray(xi, jdt),
+                  eps=jnp.asarray(h.get("eps", 0.0), jdt), kernel=kparams)
+
+
+def _forced_pulls(engine: str, static: Static):
+    """What ``select`` leaves behind after pulling given arms, for replaying told batches.
+
+    ``update`` and ``resparsify`` reset every in-batch field of the Nyström and eps-greedy states, so
+    only the step counter matters there; the exact engine also folds each pull into its posterior
+    variance (GP-BUCB's hallucinated update), as ``exact_ucb.select`` does.
+    """
+    kernel = get_kernel(static.kernel)
+
+    def force(state, queries, n, params):  # queries (T,) at their step positions, n pulls from state.t
+        if engine == "exact":
+            T = queries.shape[0]
+            gp = jax.lax.fori_loop(0, n, lambda j, g: exact.add_observation(
+                kernel, params.kernel, state.arms, g, queries[(state.t + j) % T], params.lam), state.gp)
+            state = state._replace(gp=gp)
+        return state._replace(t=state.t + n)
+
+    return force
+
+
+@functools.lru_cache(maxsize=32)
+def _programs(algorithm: str, static: Static) -> _Programs:
+    """Jitted init / ask / tell for one static configuration (cached across optimisers)."""
+    spec = ALGORITHMS[algorithm]
+    alg = build(spec, static)
+    T = static.T
+    force = _forced_pulls(spec.engine, static)
+
+    def init(key, arms, params):
+        return alg.init(key, ArmSet(arms), params)
+
+    def ask(state, key, params):
+        # Select until the batch rule closes the batch, at most T pulls. Pull j of the batch is written at
+        # position (t0 + j) mod T, its step in the runner's (T,) trace (same reductions in ``update``).
+        def body(c):
+            st, q, n = c
+            pos = st.t % T
+            i, st, _ = alg.select(jax.random.fold_in(key, st.t), st, params)
+            return st, q.at[pos].set(i), n + 1
+
+        q0 = -jnp.ones((T,), jnp.int32)
+        return jax.lax.while_loop(lambda c: c[0].batch_open & (c[2] < T), body, (state, q0, jnp.int32(0)))
+
+    def tell(state, queries, n_forced, ys, key, params):
+        state = force(state, queries, n_forced, params)
+        state, _ = alg.update(state, queries, ys, params)
+        state, info = alg.resparsify(jax.random.fold_in(key, state.t), state, params)
+        return state, {k: info[k] for k in ("overflow", "dict_wanted", "pulled_wanted")}
+
+    return _Programs(jax.jit(init), jax.jit(ask), jax.jit(tell))
+
+
+def _programs_for(cfg: _Config, A: int, d: int) -> _Programs:
+    return _programs(cfg.algorithm, _static(cfg, A, d))
+
+
+def _positions(t0: int, n: int, T: int) -> np.ndarray:
+    """Buffer positions of the pulls t0, ..., t0 + n - 1 (n <= T): their steps modulo T."""
+    return (t0 + np.arange(n)) % T
+
+
+def _padded(t0: int, values, T: int, fill, dtype) -> np.ndarray:
+    out = np.full((T,), fill, dtype=dtype)
+    out[_positions(t0, len(values), T)] = values
+    return out
+
+
+# ------------------------------------------------------------------------------------- the optimiser
+
+class Optimizer:
+    """Ask/tell optimiser (maximisation) over a finite candidate set.
+
+    Args:
+        candidates: (A, d) array-like of points; ``ask`` returns indices into it and the points.
+        algorithm: a name of :data:`sketchbo.algorithms.ALGORITHMS` (default Batch-BKB, ``"bbkb"``).
+        params: the algorithm's hyperparameters (``ALGORITHMS[algorithm].defaults``), e.g.
+            ``{"lam": 0.01, "F": 1.0, "C": 2.0}``. ``delta=None`` (the default) means 1 / ``horizon``.
+        kernel: e.g. ``{"name": "rbf", "sigma2": 0.5}``; default rbf with half the median squared
+            distance between candidates (:func:`median_sigma2`).
+        seed: the keys (initial point, dictionary resampling) are ``jax.random.key(seed)``'s, as in the runner.
+        dtype: ``"float64"`` (enables JAX's x64 mode, like the runner) or ``"float32"``.
+        horizon: the planned number of evaluations T: delta defaults to 1/T, buffers hold T pulls and a
+            batch is at most T long. Asking beyond it is allowed.
+        noise_std: the noise standard deviation xi in the confidence width; ``None`` (default) uses
+            sqrt(lam), the runner's rule.
+
+    Every argument is validated (ValueError naming it) before anything is compiled.
+    """
+
+    def __init__(self, candidates, algorithm: str = "bbkb", *, params: dict | None = None,
+                 kernel: dict | None = None, seed: int = 0, dtype: str = "float64", horizon: int = 1000,
+                 noise_std: float | None = None):
+        arms = _as_candidates(candidates)
+        cfg = _config(algorithm, params, kernel, seed, horizon, dtype, noise_std, arms)
+        self._setup(arms, cfg)
+        self._state = self._prog.init(self._keys.init, self._arms, self._params)
+
+    def _setup(self, arms: np.ndarray, cfg: _Config):
+        _enable_dtype(cfg.dtype)
+        self._candidates = arms  # (A, d) float64, host copy
+        self._cfg = cfg  # with the current capacities
+        self._prog = _programs_for(cfg, *arms.shape)  # compiled for self._cfg
+        self._engine = ALGORITHMS[cfg.algorithm].engine
+        self._keys = seed_keys(cfg.seed)
+        self._arms = jnp.asarray(arms, _jdtype(cfg.dtype))  # (A, d)
+        self._params = _params(cfg, arms.shape[1])
+        self._history: list[tuple[np.ndarray, np.ndarray]] = []  # told batches (indices, ys) in asked order
+        self._pending: _Pending | None = None
+
+    # ------------------------------------------------------------------------------------- ask
+
+    def ask(self) -> tuple[np.ndarray, np.ndarray]:
+        """The next batch: ``(indices (n,) int, points (n, d))``, n >= 1.
+
+        Idempotent until :meth:`tell`: asking again returns the same pending batch.
+        """
+        if self._pending is None:
+            self._pending = self._select()
+        q = self._pending.queries
+        return q.copy(), self._candidates[q].copy()
+
+    def _select(self) -> _Pending:
+        while True:
+            t0 = self.n_told
+            state, q_pad, n = self._prog.ask(self._state, self._keys.select, self._params)
+            queries = np.asarray(q_pad)[_positions(t0, int(n), self._cfg.horizon)].astype(np.int64)
+            need = self._unique_pulled(queries) if self._engine == "exact" else 0
+            if need <= self._cfg.u_max:
+                return _Pending(queries, state)
+            # the exact GP ran out of slots while selecting: grow, rebuild from the told data, ask again
+            self._state, self._cfg, self._prog = self._rebuilt(self._history, 0, need)
+
+    def _unique_pulled(self, queries: np.ndarray) -> int:
+        told = [idx for idx, _ in self._history]
+        return int(np.unique(np.concatenate([queries, *told])).size)
+
+    # ------------------------------------------------------------------------------------ tell
+
+    def tell(self, indices, ys) -> None:
+        """Feed back the rewards ``ys`` of the pending batch ``indices`` (all of it, in any order).
+
+        Raises ValueError, leaving the optimiser unchanged, when there is no pending batch, when the
+        indices are not exactly the pending batch (as a multiset), when the lengths differ or when a
+        reward is NaN or infinite.
+        """
+        idx, ys_asked = self._checked_feedback(indices, ys)
+        t0 = self.n_told
+        T = self._cfg.horizon
+        q_pad = jnp.asarray(_padded(t0, idx, T, -1, np.int32))
+        y_pad = jnp.asarray(_padded(t0, ys_asked, T, 0.0, np.float64), self._params.lam.dtype)
+        state, info = self._prog.tell(self._pending.state, q_pad, jnp.int32(0), y_pad, self._keys.resparsify,
+                                      self._params)
+        history = [*self._history, (idx, ys_asked)]
+        cfg, prog = self._cfg, self._prog
+        if bool(info["overflow"]):  # the new model wants more than a capacity holds: grow and replay
+            state, cfg, prog = self._rebuilt(history, int(info["dict_wanted"]), int(info["pulled_wanted"]))
+        self._state, self._cfg, self._prog, self._history, self._pending = state, cfg, prog, history, None
+
+    def _checked_feedback(self, indices, ys) -> tuple[np.ndarray, np.ndarray]:
+        """(pending indices in asked order, ys mapped to that order), or ValueError; mutates nothing."""
+        if self._pending is None:
+            raise ValueError("tell() without a pending batch: call ask() first and tell its indices")
+        pending = self._pending.queries
+        idx = np.asarray(indices)
+        if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+            raise ValueError(f"indices must be a 1-D sequence of integers (the indices returned by ask()); "
+                             f"got {indices!r}")
+        try:
+            y = np.asarray(ys, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"ys must be a 1-D sequence of numbers; got {ys!r}") from None
+        if y.ndim != 1:
+            raise ValueError(f"ys must be a 1-D sequence of numbers; got shape {y.shape}")
+        if y.shape[0] != idx.shape[0]:
+            raise ValueError(f"length mismatch: {idx.shape[0]} indices but {y.shape[0]} values in ys")
+        in_batch = set(pending.tolist())
+        for k, i in enumerate(idx.tolist()):
+            if i not in in_batch:
+                raise ValueError(f"index {i} (position {k}) is not in the pending batch {pending.tolist()}")
+        if idx.shape[0] != pending.shape[0] or not np.array_equal(np.sort(idx), np.sort(pending)):
+            raise ValueError(f"tell() takes the whole pending batch {pending.tolist()} (each index as often as "
+                             f"asked, any order); got {idx.tolist()}")
+        bad = np.flatnonzero(~np.isfinite(y))
+        if bad.size:
+            k = int(bad[0])
+            raise ValueError(f"ys[{k}] = {y[k]} (for index {int(idx[k])}) is not finite; rewards must be finite "
+                             "numbers (NaN and inf are rejected)")
+        ys_asked = np.empty_like(y)
+        ys_asked[np.argsort(pending, kind="stable")] = y[np.argsort(idx, kind="stable")]  # k-th repeat -> k-th
+        return pending.copy(), ys_asked
+
+    # ------------------------------------------------------------------------------ capacities
+
+    def _rebuilt(self, history, dict_wanted: int, pulled_wanted: int):
+        """(state, config, programs) with capacities grown to 1.5x the need, ``history`` replayed.
+
+        Mutates nothing: the caller commits the three together."""
+        A, d = self._candidates.shape
+        cfg = self._cfg
+        while True:
+            if dict_wanted > cfg.m_max:
+                cfg = cfg._replace(m_max=min(A, math.ceil(1.5 * dict_wanted)))
+            if pulled_wanted > cfg.u_max:
+                cfg = cfg._replace(u_max=min(A, math.ceil(1.5 * pulled_wanted)))
+            prog = _programs_for(cfg, A, d)
+            state, overflow, (dict_wanted, pulled_wanted) = self._replay(history, prog)
+            if not overflow:
+                return state, cfg, prog
+
+    def _replay(self, history, prog: _Programs):
+        """Initial state, then every told batch (forced pulls, update, resparsify) with ``prog``.
+
+        Returns ``(state, overflow, (largest dictionary wanted, largest number of unique pulled arms))``."""
+        state = prog.init(self._keys.init, self._arms, self._params)
+        T, t0 = self._cfg.horizon, 0
+        overflow, wanted = False, np.zeros(2, np.int64)
+        for idx, ys in history:
+            q_pad = jnp.asarray(_padded(t0, idx, T, -1, np.int32))
+            y_pad = jnp.asarray(_padded(t0, ys, T, 0.0, np.float64), self._params.lam.dtype)
+            state, info = prog.tell(state, q_pad, jnp.int32(len(idx)), y_pad, self._keys.resparsify, self._params)
+            overflow |= bool(info["overflow"])
+            wanted = np.maximum(wanted, [int(info["dict_wanted"]), int(info["pulled_wanted"])])
+            t0 += len(idx)
+        return state, overflow, tuple(int(w) for w in wanted)
+
+    # -------------------------------------------------------------------------------- reading
+
+    @property
+    def n_told(self) -> int:
+        """Number of evaluations told so far."""
+        return sum(len(idx) for idx, _ in self._history)
+
+    @property
+    def history(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The told batches ``[(indices (n,), ys (n,)), ...]``, each in the order ``ask`` returned it."""
+        return [(idx.copy(), ys.copy()) for idx, ys in self._history]
+
+    @property
+    def state(self):
+        """The algorithm state after the last ``tell`` (a NamedTuple of arrays; read-only)."""
+        return self._state
+
+    @property
+    def capacities(self) -> dict:
+        """Current static capacities ``{"m_max": ..., "u_max": ...}`` (grown on overflow)."""
+        return {"m_max": self._cfg.m_max, "u_max": self._cfg.u_max}
+
+    def best(self) -> Best:
+        """``(index, point, mean)`` of the candidate with the best mean of its told rewards."""
+        if not self._history:
+            raise ValueError("best() needs at least one told evaluation; call ask() and tell() first")
+        idx = np.concatenate([i for i, _ in self._history])
+        ys = np.concatenate([y for _, y in self._history])
+        A = self._candidates.shape[0]
+        counts = np.bincount(idx, minlength=A)
+        sums = np.bincount(idx, weights=ys, minlength=A)
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf)
+        i = int(np.argmax(means))
+        return Best(i, self._candidates[i].copy(), float(means[i]))
+
+    # -------------------------------------------------------------------------------- files
+
+    def save(self, path) -> None:
+        """Write the optimiser to ``path`` (an ``.npz``; written to a temporary file, then renamed).
+
+        Stored: the candidates, the state's arrays, the told batches, and JSON metadata (algorithm,
+        hyperparameters, kernel, seed, horizon, dtype, capacities, pending batch). Keys are not stored:
+        they derive from the seed.
+        """
+        leaves = jax.tree.leaves(self._state)
+        pending = self._pending.queries if self._pending is not None else np.zeros(0, np.int64)
+        meta = {"format": FORMAT, **self._cfg._asdict(), "n_leaves": len(leaves),
+                "has_pending": self._pending is not None}
+        arrays = {f"state_{k:04d}": np.asarray(leaf) for k, leaf in enumerate(leaves)}
+        arrays.update(
+            meta=np.array(json.dumps(meta)), candidates=self._candidates, pending=pending,
+            history_len=np.array([len(i) for i, _ in self._history], np.int64),
+            history_idx=np.concatenate([np.zeros(0, np.int64), *[i for i, _ in self._history]]),
+            history_ys=np.concatenate([np.zeros(0), *[y for _, y in self._history]]))
+        tracking.atomic_savez(path, **arrays)  # temp file beside it, fsync, rename
+
+    @classmethod
+    def load(cls, path) -> "Optimizer":
+        """Restore an optimiser written by :meth:`save`; it asks what the saved one would have asked."""
+        with np.load(os.fspath(path), allow_pickle=False) as data:
+            files = {k: data[k] for k in data.files}
+        if "meta" not in files:
+            raise ValueError(f"{path} is not a file written by Optimizer.save (no metadata)")
+        meta = json.loads(str(files["meta"]))
+        if meta.pop("format", None) != FORMAT:
+            raise ValueError(f"{path} is not a file written by Optimizer.save (format {FORMAT!r} expected)")
+        try:
+            n_leaves, has_pending = meta.pop("n_leaves"), meta.pop("has_pending")
+            cfg = _Config(**meta)
+        except (KeyError, TypeError):
+            raise ValueError(f"{path}: the metadata does not describe an Optimizer ({sorted(meta)})") from None
+        opt = cls.__new__(cls)
+        opt._setup(files["candidates"], cfg)
+        opt._state = opt._restored_state([files[f"state_{k:04d}"] for k in range(n_leaves)], path)
+        ends = np.cumsum(files["history_len"])
+        opt._history = [(files["history_idx"][e - n:e], files["history_ys"][e - n:e])
+                        for n, e in zip(files["history_len"], ends)]
+        if has_pending:
+            opt._pending = opt._select()
+            if not np.array_equal(opt._pending.queries, files["pending"]):
+                raise ValueError(f"{path}: the restored state does not reproduce the saved pending batch "
+                                 f"{files['pending'].tolist()} (got {opt._pending.queries.tolist()})")
+        return opt
+
+    def _restored_state(self, leaves, path):
+        """The state tree of the current programs with the saved leaves (shapes and dtypes checked)."""
+        template = jax.eval_shape(self._prog.init, self._keys.init, self._arms, self._params)
+        shapes, treedef = jax.tree.flatten(template)
+        if len(leaves) != len(shapes):
+            raise ValueError(f"{path}: {len(leaves)} state arrays saved but the algorithm has {len(shapes)}")
+        for k, (leaf, ref) in enumerate(zip(leaves, shapes)):
+            if leaf.shape != ref.shape or leaf.dtype != ref.dtype:
+                raise ValueError(f"{path}: state array {k} has {leaf.dtype}{leaf.shape}; "
+                                 f"expected {ref.dtype}{ref.shape}")
+        return jax.tree.unflatten(treedef, [jnp.asarray(leaf) for leaf in leaves])
+
+    def __repr__(self) -> str:
+        A, d = self._candidates.shape
+        return (f"Optimizer({self._cfg.algorithm!r}, A={A}, d={d}, n_told={self.n_told}, "
+                f"pending={0 if self._pending is None else len(self._pending.queries)}, seed={self._cfg.seed})")

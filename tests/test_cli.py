@@ -436,3 +436,17 @@ def test_grid_rejects_unknown_axes_and_compare(tmp_path):
     assert proc.returncode == 2 and "grid.C is not a grid axis of 'bkb'" in proc.stderr
     proc = run_cli(tmp_path, "problem.A=50", "T=5", "grid.lam=[0.1,0.2]")
     assert proc.returncode == 2 and "grid.* needs a single algorithm" in proc.stderr
+
+
+def test_compile_cache_directory_is_filled_and_shared(tmp_path):
+    cache = tmp_path / "jax-cache"
+    proc = run_cli(tmp_path / "a", "algorithm=bbkb", "problem.A=60", "T=10", "n_seeds=1", "progress=false",
+                   f"compile_cache={cache}")
+    assert proc.returncode == 0, proc.stderr
+    entries = set(os.listdir(cache))
+    assert any("chunk_all" in e for e in entries)  # the runner's round program is cached
+    # a second process with the same program reuses the entries instead of adding new ones for it
+    proc = run_cli(tmp_path / "b", "algorithm=bbkb", "problem.A=60", "T=10", "n_seeds=1", "progress=false",
+                   f"compile_cache={cache}")
+    assert proc.returncode == 0, proc.stderr
+    assert {e for e in os.listdir(cache) if "chunk_all" in e} == {e for e in entries if "chunk_all" in e}

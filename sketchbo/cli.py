@@ -46,7 +46,7 @@ COMPARE = "compare"
 COMPARE_KEYS = ("name", "members")  # compare.yaml keys that are not shared parameter overrides
 USER_ERRORS = (ValueError, OSError, tracking.LoggingError)  # bad parameters, missing data files, W&B failures
 # Config keys that do not change a result: a stored result whose config differs only here is complete.
-RUNTIME_KEYS = ("progress", "logger", "problem.data_dir", "problem.download", "compile_cache")
+RUNTIME_KEYS = ("progress", "logger", "problem.data_dir", "problem.download", "compile_cache", "devices")
 
 
 def known_algorithms() -> list[str]:
@@ -144,6 +144,7 @@ def run_algorithm(algo: dict, problem, cfg: DictConfig, run_dir: Path, config: d
     result = run(
         algo["name"], problem, T=cfg.T, n_seeds=cfg.n_seeds, seed=cfg.seed, params=hyperparameters(algo),
         kernel=kernel_override(cfg), dtype=cfg.dtype, seed_axis=cfg.seed_axis, progress=cfg.progress,
+        devices=cfg.get("devices"),
     )
     return tracking.write_results(run_dir, result, config, uniform_gap=uniform_gap(problem),
                                   config_text=OmegaConf.to_yaml(OmegaConf.create(config)))
@@ -207,7 +208,8 @@ def execute_grid(cfg: DictConfig, run_dir: Path, grid: dict) -> list[dict]:
     problem = build_problem(cfg)
     results = run_grid(algo["name"], problem, T=cfg.T, grid=grid, n_seeds=cfg.n_seeds, seed=cfg.seed,
                        params=hyperparameters(algo), kernel=kernel_override(cfg), dtype=cfg.dtype,
-                       seed_axis=cfg.seed_axis, progress=cfg.progress)
+                       seed_axis=cfg.seed_axis, progress=cfg.progress,
+        devices=cfg.get("devices"))
     summaries = []
     for (pt, result), out, config, summary in zip(results, outs, configs, done):
         if summary is None:  # finished points are kept as they are

@@ -195,9 +195,13 @@ def _over_seeds(fn, seed_axis: str):
     return lambda *args: jax.lax.map(lambda a: fn(*a), args)
 
 
-def make_program(alg, T: int, seed_axis: str, rounds_per_call: int):
+def make_program(alg, T: int, seed_axis: str, rounds_per_call: int, n_devices: int = 1):
     """(init_fn, chunk_fn): jitted functions over stacked elements (a seed at a hyperparameter point):
-    keys, params and xi carry one leading entry per element."""
+    keys, params and xi carry one leading entry per element.
+
+    With ``n_devices > 1`` the elements are sharded over a 1-D device mesh (``shard_map``; the element
+    count must be a multiple of ``n_devices``) and each device runs its share by ``seed_axis``: every
+    element's computation is the one-device computation."""
     maybe_round = _make_round(alg, T)
 
     def init_one(keys: SeedKeys, arms, params):
@@ -217,7 +221,18 @@ def make_program(alg, T: int, seed_axis: str, rounds_per_call: int):
     def chunk_all(keys, carry, noise, params, f, xi):
         return _over_seeds(lambda k, c, n, p, x: chunk_one(k, c, n, p, f, x), seed_axis)(keys, carry, noise, params, xi)
 
-    return jax.jit(init_all), jax.jit(chunk_all, donate_argnums=(1,))
+    if n_devices == 1:
+        return jax.jit(init_all), jax.jit(chunk_all, donate_argnums=(1,))
+    mesh = jax.make_mesh((n_devices,), ("elements",), axis_types=(jax.sharding.AxisType.Auto,),
+                         devices=jax.devices()[:n_devices])
+    el, rep = jax.sharding.PartitionSpec("elements"), jax.sharding.PartitionSpec()
+    sh_el, sh_rep = jax.sharding.NamedSharding(mesh, el), jax.sharding.NamedSharding(mesh, rep)
+    init_sm = jax.shard_map(init_all, mesh=mesh, in_specs=(el, rep, el), out_specs=el, check_vma=False)
+    chunk_sm = jax.shard_map(chunk_all, mesh=mesh, in_specs=(el, el, el, el, rep, el), out_specs=el,
+                             check_vma=False)
+    return (jax.jit(init_sm, in_shardings=(sh_el, sh_rep, sh_el), out_shardings=sh_el),
+            jax.jit(chunk_sm, in_shardings=(sh_el, sh_el, sh_el, sh_el, sh_rep, sh_el), out_shardings=sh_el,
+                    donate_argnums=(1,)))
 
 
 # --------------------------------------------------------------------------------------- host loop
@@ -290,13 +305,13 @@ _PROGRAMS: dict = {}  # compiled (init, chunk) executables, reused by later runs
 _MAX_PROGRAMS = 32
 
 
-def _compiled(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_call):
+def _compiled(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_call, n_devices):
     """Compiled executables for this configuration and these shapes; (init_c, chunk_c, compile_s)."""
-    cache_key = (spec.name, static, T, seed_axis, rounds_per_call, keys.init.shape, str(arms.dtype),
+    cache_key = (spec.name, static, T, seed_axis, rounds_per_call, n_devices, keys.init.shape, str(arms.dtype),
                  jax.tree.structure(params))
     if cache_key in _PROGRAMS:
         return (*_PROGRAMS[cache_key], 0.0)
-    init_fn, chunk_fn = make_program(build(spec, static), T, seed_axis, rounds_per_call)
+    init_fn, chunk_fn = make_program(build(spec, static), T, seed_axis, rounds_per_call, n_devices)
     tc = time.perf_counter()
     init_c = init_fn.lower(keys, arms, params).compile()
     carry, noise = jax.eval_shape(init_fn, keys, arms, params)
@@ -308,9 +323,10 @@ def _compiled(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_
     return init_c, chunk_c, compile_s
 
 
-def _execute(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_call, progress):
+def _execute(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_call, n_devices, progress):
     """Compile (or reuse) and run to t = T. Returns (carry, noise, round_times, compile_s)."""
-    init_c, chunk_c, compile_s = _compiled(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_call)
+    init_c, chunk_c, compile_s = _compiled(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_call,
+                                           n_devices)
     carry, noise = init_c(keys, arms, params)
     progress.restart()
     round_times = []
@@ -326,6 +342,16 @@ def _execute(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_c
         if bool(np.any(np.asarray(tr.overflow))) or int(t_all.min()) >= T:
             progress(int(t_all.min()), rounds, final=True)
             return carry, noise, np.asarray(round_times[:rounds]), compile_s
+
+
+def _check_devices(devices) -> int:
+    available = len(jax.devices())
+    if devices is None:
+        return available
+    n = check_int("devices", devices, 1)
+    if n > available:
+        raise invalid_value("devices", devices, f"this process sees {available} device(s)")
+    return n
 
 
 def enable_compilation_cache(path) -> None:
@@ -354,7 +380,7 @@ def grid_points(algorithm: str, grid: dict | None) -> list[dict]:
 
 def run(algorithm: str, problem: Problem, *, T: int, n_seeds: int = 1, seed: int = 0, params: dict | None = None,
         kernel: dict | None = None, dtype: str = "float64", seed_axis: str = "auto", progress: bool = True,
-        rounds_per_call: int | None = None) -> RunResult:
+        rounds_per_call: int | None = None, devices: int | None = None) -> RunResult:
     """Run ``n_seeds`` seeds (``seed``, ``seed + 1``, ...) of an algorithm for T pulls on a finite problem.
 
     Everything is validated before compilation (ValueError naming the parameter). ``params`` are the
@@ -362,12 +388,14 @@ def run(algorithm: str, problem: Problem, *, T: int, n_seeds: int = 1, seed: int
     problem's kernel, e.g. ``{"name": "rbf", "sigma2": 5.0}``.
     """
     return run_grid(algorithm, problem, T=T, n_seeds=n_seeds, seed=seed, params=params, kernel=kernel,
-                    dtype=dtype, seed_axis=seed_axis, progress=progress, rounds_per_call=rounds_per_call)[0][1]
+                    dtype=dtype, seed_axis=seed_axis, progress=progress, rounds_per_call=rounds_per_call,
+                    devices=devices)[0][1]
 
 
 def run_grid(algorithm: str, problem: Problem, *, T: int, grid: dict | None = None, n_seeds: int = 1, seed: int = 0,
              params: dict | None = None, kernel: dict | None = None, dtype: str = "float64", seed_axis: str = "auto",
-             progress: bool = True, rounds_per_call: int | None = None) -> list[tuple[dict, RunResult]]:
+             progress: bool = True, rounds_per_call: int | None = None,
+             devices: int | None = None) -> list[tuple[dict, RunResult]]:
     """Like :func:`run`, for every point of a grid of float hyperparameters, in one compiled program.
 
     ``grid`` maps names of :data:`GRID_KEYS` to lists of values, e.g. ``{"qbar": [1, 2, 5], "C": [1.5, 2]}``;
@@ -375,10 +403,13 @@ def run_grid(algorithm: str, problem: Problem, *, T: int, grid: dict | None = No
     constants), so a grid costs one compilation, and each point's result equals :func:`run` with those
     values. Returns ``[(point, result), ...]`` in the order of the Cartesian product. ``wall_time_s``,
     ``compile_time_s`` and ``round_time_s`` of every result are those of the whole grid program.
+    ``devices``: how many local devices share the elements (None = all of the default backend); the
+    element count is padded to a multiple of it and the results are those of one device.
     """
     wall0 = time.perf_counter()
     T, n_seeds, seed = _check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call)
     points = grid_points(algorithm, grid)
+    n_dev = _check_devices(devices)
     hypers = [resolve_hyperparameters(algorithm, {**(params or {}), **pt}, T) for pt in points]
     problem = check_problem(problem)
     if dtype == "float64":
@@ -397,17 +428,22 @@ def run_grid(algorithm: str, problem: Problem, *, T: int, grid: dict | None = No
     arms = jnp.asarray(problem.arms, jdt)
     f = jnp.asarray(problem.f, jdt)
 
-    def element_values(key, default):  # one entry per element: points outer, seeds inner
-        return jnp.asarray([h.get(key, default) for h in hypers for _ in range(n_seeds)], jdt)
-
     n_el = len(hypers) * n_seeds
+    n_pad = -(-n_el // n_dev) * n_dev - n_el  # padding elements repeat the last one and are dropped
+
+    def element_values(key, default):  # one entry per element: points outer, seeds inner, then padding
+        vals = [h.get(key, default) for h in hypers for _ in range(n_seeds)]
+        return jnp.asarray(vals + vals[-1:] * n_pad, jdt)
+
+    xi_el = [x for x in xis for _ in range(n_seeds)]
     pvals = Params(
         lam=element_values("lam", 1.0), qbar=element_values("qbar", 1.0), C=element_values("C", 1.0),
         F=element_values("F", 0.0), delta=element_values("delta", 0.5),
-        xi=jnp.asarray([x for x in xis for _ in range(n_seeds)], jdt), eps=element_values("eps", 0.0),
-        kernel=jax.tree.map(lambda v: jnp.broadcast_to(v, (n_el,) + v.shape), kparams))
+        xi=jnp.asarray(xi_el + xi_el[-1:] * n_pad, jdt), eps=element_values("eps", 0.0),
+        kernel=jax.tree.map(lambda v: jnp.broadcast_to(v, (n_el + n_pad,) + v.shape), kparams))
     seeds = [seed + i for i in range(n_seeds)]
-    keys = jax.tree.map(lambda *k: jnp.stack(k), *[seed_keys(s) for _ in hypers for s in seeds])
+    el_seeds = [s for _ in hypers for s in seeds]
+    keys = jax.tree.map(lambda *k: jnp.stack(k), *[seed_keys(s) for s in el_seeds + el_seeds[-1:] * n_pad])
     sparse = spec.engine == "sparse"
     m_max = min(hyper.get("m_max", 1), A) if sparse else 1
     u_max = min(hyper.get("u_max", 1), A, T) if spec.engine in ("sparse", "exact") else 1
@@ -420,7 +456,7 @@ def run_grid(algorithm: str, problem: Problem, *, T: int, grid: dict | None = No
                         batch_rule=rule_name(spec, hyper),
                         exact_dictionary=hyper.get("dictionary") == "all_pulled")
         carry, noise, round_times, compile_s = _execute(
-            spec, static, T, keys, arms, pvals, f, pvals.xi, seed_axis, rounds_per_call,
+            spec, static, T, keys, arms, pvals, f, pvals.xi, seed_axis, rounds_per_call, n_dev,
             _Progress(progress, label, T))
         compile_total += compile_s
         tr = carry[1]

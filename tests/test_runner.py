@@ -145,3 +145,43 @@ def test_grid_is_validated_before_compilation(no_compile):
         run_grid("bbkb", SMALL, T=10, grid={"qbar": []})
     with pytest.raises(ValueError, match="algorithm.qbar=-1"):
         run_grid("bbkb", SMALL, T=10, grid={"qbar": [1, -1]})
+
+
+SHARDED = """
+import json, sys
+import jax
+jax.config.update("jax_enable_x64", True)
+import numpy as np
+from sketchbo.problems import make_problem
+from sketchbo.runner import run, run_grid
+assert len(jax.devices()) == 4, jax.devices()
+p = make_problem("gp_sample", A=100, d=2, sigma2=0.2, seed=2)
+out = {}
+for alg, axis in (("bbkb", "map"), ("bbkb", "vmap"), ("gp_ucb", "map")):
+    many = run(alg, p, T=30, n_seeds=3, seed_axis=axis, progress=False, params={"F": 1.0})  # 3 -> pad to 4
+    one = run(alg, p, T=30, n_seeds=3, seed_axis=axis, progress=False, params={"F": 1.0}, devices=1)
+    out[f"{alg}/{axis}"] = all(np.array_equal(many.traces[k], one.traces[k]) for k in many.traces)
+grid4 = run_grid("bbkb", p, T=30, grid={"qbar": [1, 3]}, n_seeds=3, progress=False, params={"F": 1.0})
+grid1 = run_grid("bbkb", p, T=30, grid={"qbar": [1, 3]}, n_seeds=3, progress=False, params={"F": 1.0}, devices=1)
+out["grid"] = all(np.array_equal(a.traces["query"], b.traces["query"]) for (_, a), (_, b) in zip(grid4, grid1))
+print(json.dumps(out))
+"""
+
+
+def test_seeds_sharded_over_four_devices_equal_one_device():
+    """A mesh over the seed axis (padded to a multiple of the device count) changes no trajectory."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", SHARDED], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result == {k: True for k in result} and len(result) == 4, result
+
+
+def test_device_count_is_validated(no_compile):
+    with pytest.raises(ValueError, match="devices=99 is invalid; this process sees"):
+        run("bbkb", SMALL, T=10, devices=99)

@@ -1,0 +1,60 @@
+"""BBKB Fig. 1 / ICML 2020 poster: cumulative regret, R_t / R_t^unif and time against t.
+
+One row per problem (Abalone, Cadata, then any other found), three panels: the cumulative regret R_t,
+the ratio R_t / R_t^unif (R_t^unif = t·(f* − mean f), the expected regret of uniform arm choice) and the
+wall time up to t (one seed, compilation excluded; log scale; see ``sketchbo.plots.cumulative_time``),
+each as mean ± std over seeds for every algorithm found (BBKB, GlobalLocal-BBKB, BKB, GP-UCB, GP-BUCB,
+EpsGreedy). Curves end at each run's own horizon (the exact methods stop at T = 2000 at paper scale,
+as on the poster).
+
+Reads only the ``summary.json`` / ``traces.npz`` files under ``--results`` (any layout; the experiment
+``experiments/bbkb_fig1.yaml`` writes them) and writes ``bbkb_fig1.png`` and ``bbkb_fig1.pdf``::
+
+    python scripts/plot_bbkb_fig1.py --results results/quick/bbkb_fig1 --out figures/quick
+"""
+from __future__ import annotations
+
+from sketchbo import plots
+
+NAME = "bbkb_fig1"
+HINT = "run `scripts/reproduce.sh quick --only bbkb_fig1` (or paper) first"
+
+
+def main(argv=None):
+    parser = plots.figure_parser(__doc__.splitlines()[0], "directory holding the runs (searched recursively)")
+    args = parser.parse_args(argv)
+    results = plots.load_results(args.results, HINT)
+    problems = plots.problems_of(results)
+    plt = plots.pyplot()
+    fig, axes = plt.subplots(len(problems), 3, figsize=(13, 3.6 * len(problems)), squeeze=False)
+    handles = {}
+    for row, problem in zip(axes, problems):
+        algorithms = plots.ordered({r.algorithm for r in results if r.problem == problem})
+        for algorithm in algorithms:
+            res = plots.pick(results, problem, algorithm)
+            t = plots.steps(res)
+            handles[algorithm] = plots.band(row[0], t, plots.cumulative_regret(res), algorithm)
+            plots.band(row[1], t, plots.regret_ratio(res), algorithm)
+            plots.band(row[2], t, plots.cumulative_time(res), algorithm)
+        T = max(r.T for r in results if r.problem == problem)
+        seeds = sorted({r.n_seeds for r in results if r.problem == problem})
+        row[0].set_ylabel(f"{problem}\ncumulative regret $R_t$")
+        row[1].set_ylabel(r"$R_t / R_t^{\mathrm{unif}}$")
+        row[2].set_ylabel("time (s, one seed)")
+        row[2].set_yscale("log")
+        row[0].set_title(f"{problem} (T = {T}, {'/'.join(map(str, seeds))} seeds, mean ± std)", loc="left",
+                         fontsize=10)
+        for ax in row:
+            ax.set_xlabel("t")
+            ax.grid(alpha=0.3)
+    order = plots.ordered(handles)
+    fig.legend([handles[a] for a in order], [plots.label(a) for a in order], loc="lower center",
+               ncol=len(order), frameon=False, bbox_to_anchor=(0.5, -0.02))
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    paths = plots.save_figure(fig, args.out or args.results, NAME)
+    plt.close(fig)
+    return paths
+
+
+if __name__ == "__main__":
+    plots.script_main(main)

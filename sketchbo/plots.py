@@ -1,0 +1,311 @@
+"""Figures from result files on disk: loading, per-step curves and figure output for ``scripts/plot_*.py``.
+
+The plot scripts read only what runs wrote (``summary.json`` and ``traces.npz`` of every result
+directory, README "Outputs"; the BKB Fig. 1 ``.npz``), never the W&B API, so figures work offline and
+can be redrawn without recomputing anything.
+
+Per-step curves of a result (arrays of shape (n_seeds, T), step t = 1..T):
+
+* :func:`cumulative_regret` R_t = Σ_{s ≤ t} (f* − f(x_s)) on the noiseless f;
+* :func:`regret_ratio` R_t / R_t^unif with R_t^unif = t·(f* − mean f); the gap f* − mean f is read
+  back from ``summary.json`` as R_T / (T · ratio_T), so no problem has to be loaded;
+* :func:`batch_size` the size of the batch (round) that step t belongs to;
+* :func:`dict_size` the dictionary size used by the selection at step t;
+* :func:`cumulative_time` the wall time spent up to step t, per seed (see there).
+
+Figures are written with matplotlib's Agg backend (no display needed), as PNG and PDF, atomically.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sketchbo.tracking import TRACE_KEYS
+
+# Display names and colours of the algorithms (the poster's names).
+LABELS = {
+    "bbkb": "BBKB", "bbkb_local": "GlobalLocal-BBKB", "bkb": "BKB", "gp_ucb": "GP-UCB",
+    "gp_bucb": "GP-BUCB", "eps_greedy": "EpsGreedy",
+}
+COLORS = {
+    "bbkb": "tab:red", "bbkb_local": "tab:orange", "bkb": "tab:blue", "gp_ucb": "tab:green",
+    "gp_bucb": "tab:purple", "eps_greedy": "tab:gray",
+}
+ORDER = ("bbkb", "bbkb_local", "bkb", "gp_ucb", "gp_bucb", "eps_greedy")
+MAX_POINTS = 1500  # points drawn per curve (evenly spaced steps); keeps the PDFs small at T = 10^4
+
+
+class ResultsError(Exception):
+    """The results a figure needs are missing or unusable; the message says which and what to run."""
+
+
+@dataclass
+class Result:
+    """One result directory: its ``summary.json`` and the arrays of its ``traces.npz``."""
+
+    path: Path
+    summary: dict
+    traces: dict
+
+    @property
+    def algorithm(self) -> str:
+        return str(self.summary["algorithm"])
+
+    @property
+    def problem(self) -> str:
+        return str(self.summary["problem"])
+
+    @property
+    def T(self) -> int:
+        return int(self.summary["T"])
+
+    @property
+    def n_seeds(self) -> int:
+        return int(self.summary["n_seeds"])
+
+    @property
+    def hyperparameters(self) -> dict:
+        return dict(self.summary.get("hyperparameters") or {})
+
+
+def label(algorithm: str) -> str:
+    return LABELS.get(algorithm, algorithm)
+
+
+def color(algorithm: str):
+    return COLORS.get(algorithm)
+
+
+def ordered(algorithms) -> list[str]:
+    """Algorithm names in the figures' order (known ones first, the others sorted)."""
+    algorithms = set(algorithms)
+    return [a for a in ORDER if a in algorithms] + sorted(algorithms - set(ORDER))
+
+
+# ------------------------------------------------------------------------------------------ loading
+
+def load_result(run_dir) -> Result:
+    """The result in ``run_dir``; ResultsError when its files are missing or unreadable."""
+    run_dir = Path(run_dir)
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        shape = (int(summary["n_seeds"]), int(summary["T"]))
+        str(summary["algorithm"]), str(summary["problem"])
+        with np.load(run_dir / "traces.npz") as npz:
+            traces = {key: np.asarray(npz[key]) for key in (*TRACE_KEYS, "round_time_s")}
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
+        raise ResultsError(f"unreadable result in {run_dir} ({type(err).__name__}: {err})") from err
+    for key in TRACE_KEYS:
+        if traces[key].shape != shape:
+            raise ResultsError(f"{run_dir}/traces.npz has {key} of shape {traces[key].shape}, not {shape}")
+    return Result(run_dir, summary, traces)
+
+
+def load_results(root, hint: str = "") -> list[Result]:
+    """Every complete result under ``root`` (each directory holding a ``summary.json``), sorted by path.
+
+    A result whose ``traces.npz`` is missing or unreadable is an error (the run that wrote it did not
+    finish; re-running its command completes it). ResultsError when ``root`` holds no result at all;
+    ``hint`` (e.g. the command that produces the results) is added to that message.
+    """
+    root = Path(root)
+    hint = f"; {hint}" if hint else ""
+    if not root.is_dir():
+        raise ResultsError(f"results directory {root} does not exist{hint}")
+    results = [load_result(p.parent) for p in sorted(root.rglob("summary.json"))]
+    if not results:
+        raise ResultsError(f"no results (no summary.json) under {root}{hint}")
+    return results
+
+
+def problems_of(results) -> list[str]:
+    """Problem names in the order abalone, cadata, then the others sorted."""
+    names = {r.problem for r in results}
+    first = [p for p in ("abalone", "cadata") if p in names]
+    return first + sorted(names - set(first))
+
+
+def pick(results, problem: str, algorithm: str) -> Result | None:
+    """The result of ``algorithm`` on ``problem`` with the longest horizon (then the most seeds); None if absent.
+
+    When several results of the pair exist (e.g. runs of two horizons), the others are named on stderr.
+    """
+    found = [r for r in results if r.problem == problem and r.algorithm == algorithm]
+    if not found:
+        return None
+    found.sort(key=lambda r: (r.T, r.n_seeds, str(r.path)), reverse=True)
+    for other in found[1:]:
+        print(f"note: {algorithm} on {problem}: using {found[0].path}, ignoring {other.path}", file=sys.stderr)
+    return found[0]
+
+
+# ------------------------------------------------------------------------------------------- curves
+
+def steps(result: Result) -> np.ndarray:
+    """t = 1..T."""
+    return np.arange(1, result.T + 1)
+
+
+def cumulative_regret(result: Result) -> np.ndarray:
+    """R_t per seed, (n_seeds, T)."""
+    return np.cumsum(np.asarray(result.traces["instant_regret"], dtype=np.float64), axis=1)
+
+
+def uniform_gap(result: Result) -> float:
+    """f* − mean f, recovered from ``summary.json`` as R_T / (T · R_T/R_T^unif) (NaN if every R_T is 0)."""
+    regret = np.asarray(result.summary["cumulative_regret"], dtype=np.float64)
+    ratio = np.asarray(result.summary["regret_ratio"], dtype=np.float64)
+    ok = np.isfinite(ratio) & (ratio > 0) & np.isfinite(regret)
+    if not np.any(ok):
+        return float("nan")
+    return float(np.median(regret[ok] / (result.T * ratio[ok])))
+
+
+def regret_ratio(result: Result) -> np.ndarray:
+    """R_t / R_t^unif per seed, (n_seeds, T), with R_t^unif = t · (f* − mean f)."""
+    return cumulative_regret(result) / (steps(result) * uniform_gap(result))[None, :]
+
+
+def batch_size(result: Result) -> np.ndarray:
+    """Size of the batch containing step t, per seed, (n_seeds, T)."""
+    batch = np.asarray(result.traces["batch_index"]).astype(np.int64)
+    out = np.empty(batch.shape, dtype=np.int64)
+    for i, row in enumerate(batch):
+        out[i] = np.bincount(row, minlength=int(row.max()) + 1)[row]
+    return out
+
+
+def dict_size(result: Result) -> np.ndarray:
+    """Dictionary size used by the selection at step t, per seed, (n_seeds, T)."""
+    return np.asarray(result.traces["dict_size"]).astype(np.int64)
+
+
+def seeds_sequential(result: Result) -> bool:
+    """Whether the job's seeds ran one after another (``lax.map``: seed_axis=map, or auto on a CPU)."""
+    axis = str((result.summary.get("config") or {}).get("seed_axis", "auto"))
+    if axis == "auto":
+        return str(result.summary.get("device", "cpu")).lower().startswith("cpu")
+    return axis != "vmap"
+
+
+def time_scale(result: Result) -> float:
+    """Factor from the job's round times (all seeds) to one seed's: 1/n_seeds when seeds ran in sequence."""
+    return 1.0 / result.n_seeds if seeds_sequential(result) else 1.0
+
+
+def cumulative_time(result: Result) -> np.ndarray:
+    """Wall time (s) spent up to step t, per seed, (n_seeds, T); compilation excluded.
+
+    ``traces.npz`` has the wall time of each round (``round_time_s``, for all seeds of the job
+    together: the host loop times a chunk of rounds and splits it evenly over them), not of each
+    seed. Step t of seed i lies in round ``batch_index[i, t]``, so the time up to t is the sum of the
+    round times of the rounds ≤ that round. When the seeds ran one after another (``lax.map``, the
+    default on CPU) a round's time is the sum over seeds, and it is divided by n_seeds: the curve is
+    the time of one seed, as in the papers' plots. With ``vmap`` (seeds together, on accelerators) it is
+    the time of the whole job. The spread over seeds only comes from their different batch schedules.
+    """
+    rounds = np.cumsum(np.asarray(result.traces["round_time_s"], dtype=np.float64)) * time_scale(result)
+    batch = np.asarray(result.traces["batch_index"]).astype(np.int64)
+    if rounds.size == 0:
+        return np.zeros(batch.shape)
+    return rounds[np.minimum(batch, rounds.size - 1)]
+
+
+def run_time(result: Result) -> float:
+    """Wall time (s) of the whole run for one seed (see :func:`cumulative_time`); compilation excluded."""
+    return float(np.sum(np.asarray(result.traces["round_time_s"], dtype=np.float64)) * time_scale(result))
+
+
+def mean_std(curves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and (population) standard deviation over seeds (axis 0)."""
+    curves = np.asarray(curves, dtype=np.float64)
+    return curves.mean(axis=0), curves.std(axis=0)
+
+
+def thin(n: int, max_points: int = MAX_POINTS) -> np.ndarray:
+    """At most ``max_points`` evenly spaced indices of 0..n-1, the first and the last included."""
+    if n <= max_points:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, max_points).round().astype(np.int64))
+
+
+# ------------------------------------------------------------------------------------------ drawing
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (files only, no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def band(ax, x, curves, algorithm: str | None = None, name: str | None = None, **line):
+    """Mean ± std over seeds of ``curves`` (n_seeds, len(x)) as a line and a shaded band."""
+    mean, std = mean_std(curves)
+    idx = thin(len(x))
+    x, mean, std = np.asarray(x)[idx], mean[idx], std[idx]
+    kwargs = {"color": color(algorithm) if algorithm else None, "lw": 1.5, **line}
+    (handle,) = ax.plot(x, mean, label=name or (label(algorithm) if algorithm else None), **kwargs)
+    ax.fill_between(x, mean - std, mean + std, color=handle.get_color(), alpha=0.2, lw=0)
+    return handle
+
+
+def save_figure(fig, out_dir, name: str) -> list[Path]:
+    """Write ``<out_dir>/<name>.png`` (150 dpi) and ``.pdf`` atomically (temp file + rename); return the paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in ("png", "pdf"):
+        path = out_dir / f"{name}.{fmt}"
+        fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fig.savefig(fh, format=fmt, dpi=150, bbox_inches="tight")
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(tmp, 0o666 & ~mask)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
+        paths.append(path)
+    return paths
+
+
+def figure_parser(description: str, results_help: str) -> argparse.ArgumentParser:
+    """The common command line of the plot scripts: ``--results DIR --out DIR``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--results", required=True, type=Path, help=results_help)
+    parser.add_argument("--out", type=Path, default=None,
+                        help="directory for the PNG and PDF files (default: the --results directory)")
+    return parser
+
+
+def script_main(main, argv=None) -> None:
+    """Run a plot script's ``main(argv)``: print the written files; ResultsError -> stderr, exit status 2."""
+    prog = Path(sys.argv[0]).name
+    try:
+        paths = main(argv)
+    except ResultsError as err:
+        print(f"{prog}: error: {err}", file=sys.stderr)
+        sys.exit(2)
+    for path in paths:
+        print(f"wrote {path}")
+
+
+__all__ = [
+    "Result", "ResultsError", "LABELS", "COLORS", "load_result", "load_results", "pick", "problems_of",
+    "cumulative_regret", "uniform_gap", "regret_ratio", "batch_size", "dict_size", "cumulative_time",
+    "run_time", "mean_std", "thin", "pyplot", "band", "save_figure", "figure_parser", "script_main",
+]

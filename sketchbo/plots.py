@@ -98,7 +98,9 @@ def load_result(run_dir) -> Result:
     try:
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
         shape = (int(summary["n_seeds"]), int(summary["T"]))
-        str(summary["algorithm"]), str(summary["problem"])
+        missing = [key for key in ("algorithm", "problem", "cumulative_regret", "regret_ratio") if key not in summary]
+        if missing:
+            raise KeyError(f"summary.json has no {missing}")
         with np.load(run_dir / "traces.npz") as npz:
             traces = {key: np.asarray(npz[key]) for key in (*TRACE_KEYS, "round_time_s")}
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:

@@ -118,14 +118,20 @@ def compute(n_arms=1000, ts=(6, 63, 215), lam=0.01, precision=100.0, qbar=2.0, s
     dict_idx = -np.ones((len(ts), max(1, max(d.size for d in dicts))), dtype=np.int64)
     for i, d in enumerate(dicts):
         dict_idx[i, :d.size] = d
-    settings = {"version": VERSION, "n_arms": n_arms, "ts": ts, "lam": lam, "precision": precision, "qbar": qbar,
-                "seed": seed, "interval": [float(lo), float(hi)]}
+    settings = settings_of(n_arms, ts, lam, precision, qbar, seed, interval)
     return {
         "x": x, "f": f, "ts": np.asarray(ts), "obs_idx": obs_idx, "obs_y": obs_y, "dict_idx": dict_idx,
         **{k: np.asarray(v) for k, v in out.items()},
         "lam": np.float64(lam), "precision": np.float64(precision), "qbar": np.float64(qbar),
         "settings": np.asarray(json.dumps(settings, sort_keys=True)),
     }
+
+
+def settings_of(n_arms, ts, lam, precision, qbar, seed, interval) -> dict:
+    """The settings stored in the file (as they read back from JSON); equal settings give equal files."""
+    return {"version": VERSION, "n_arms": int(n_arms), "ts": sorted(int(t) for t in ts), "lam": float(lam),
+            "precision": float(precision), "qbar": float(qbar), "seed": int(seed),
+            "interval": [float(v) for v in interval]}
 
 
 def stored_settings(path: Path):
@@ -149,14 +155,13 @@ def main(argv=None) -> Path:
     parser.add_argument("--seed", type=int, default=DEFAULTS["seed"],
                         help="seed of f, the points, the noise and the dictionaries")
     args = parser.parse_args(argv)
-    settings = {"version": VERSION, "n_arms": args.n_arms, "ts": sorted(args.ts), "lam": args.lam,
-                "precision": args.precision, "qbar": args.qbar, "seed": args.seed, "interval": DEFAULTS["interval"]}
+    settings = settings_of(args.n_arms, args.ts, args.lam, args.precision, args.qbar, args.seed, DEFAULTS["interval"])
     path = args.out / FILENAME
-    if stored_settings(path) == json.loads(json.dumps(settings, sort_keys=True)):
+    if stored_settings(path) == settings:
         print(f"skipping: complete results in {path}")
         return path
     try:
-        arrays = compute(**{k: v for k, v in settings.items() if k != "version"})
+        arrays = compute(args.n_arms, args.ts, args.lam, args.precision, args.qbar, args.seed, DEFAULTS["interval"])
     except ValueError as err:
         parser.error(str(err))
     tracking.atomic_savez(path, **arrays)

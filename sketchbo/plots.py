@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from sketchbo import tracking
 from sketchbo.tracking import TRACE_KEYS
 
 # Display names and colours of the algorithms (the poster's names).
@@ -264,23 +263,10 @@ def band(ax, x, curves, algorithm: str | None = None, name: str | None = None, *
 
 def save_figure(fig, out_dir, name: str) -> list[Path]:
     """Write ``<out_dir>/<name>.png`` (150 dpi) and ``.pdf`` atomically (temp file + rename); return the paths."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for fmt in ("png", "pdf"):
-        path = out_dir / f"{name}.{fmt}"
-        fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fig.savefig(fh, format=fmt, dpi=150, bbox_inches="tight")
-            mask = os.umask(0)
-            os.umask(mask)
-            os.chmod(tmp, 0o666 & ~mask)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise
+        path = Path(out_dir) / f"{name}.{fmt}"
+        tracking._atomic_write(path, lambda fh, fmt=fmt: fig.savefig(fh, format=fmt, dpi=150, bbox_inches="tight"))
         paths.append(path)
     return paths
 

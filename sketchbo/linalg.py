@@ -7,7 +7,6 @@ rank-one updates of V^{-1} for in-batch variance updates.
 from __future__ import annotations
 
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
 
 
 def masked_gram(K, mask):
@@ -33,14 +32,6 @@ def psd_inv_sqrt(K, mask):
     inv_sqrt = jnp.where(keep, 1.0 / jnp.sqrt(jnp.where(keep, evals, 1.0)), 0.0)
     W = inv_sqrt[:, None] * U.T * mask.astype(K.dtype)[None, :]
     return W, jnp.sum(keep)
-
-
-def spd_inverse(V):
-    """Inverse of a symmetric positive-definite matrix through its Cholesky factor."""
-    L = jnp.linalg.cholesky(V)
-    eye = jnp.eye(V.shape[0], dtype=V.dtype)
-    Linv = jsl.solve_triangular(L, eye, lower=True)
-    return Linv.T @ Linv
 
 
 def sherman_morrison(Vinv, z):

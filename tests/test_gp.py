@@ -189,3 +189,33 @@ def test_resampling_probabilities_code_and_paper():
     for i, m in zip(np.asarray(idxs), np.asarray(masks)):
         freq[i[m]] += 1
     np.testing.assert_allclose(freq / 4000, paper, atol=0.03)
+
+
+def test_nearly_coincident_dictionary_stays_finite_and_exact():
+    """A fine 1-D grid (BKB Fig. 1 setting): K_S has eigenvalues near m*eps*max; V stays positive definite
+    and the posterior matches the exact GP when the dictionary holds every pulled arm."""
+    rng = np.random.default_rng(7)
+    arms = jnp.asarray(np.linspace(0, 1, 1000)[:, None])
+    kp = kernel_params("rbf", 1, sigma2=0.01)  # k = exp(-(x - x')^2 * 100 / 2)
+    pulled = rng.integers(0, 500, 215)  # t = 215 points in [0, 0.5]
+    counts = jnp.asarray(np.bincount(pulled, minlength=1000).astype(float))
+    ysum = jnp.zeros(1000).at[jnp.asarray(pulled)].add(jnp.asarray(rng.normal(size=215)))
+    lam = 0.01
+    idx, mask = _dict_of(counts, 256)
+    kdiag = RBF.diag(kp, arms)
+    post = nystrom.posterior(RBF, kp, arms, kdiag, idx, mask, *_pulled(counts, 256), counts, ysum, lam)
+    assert int(post.rank) < int(jnp.sum(mask))  # near-duplicates dropped
+    assert np.all(np.isfinite(post.mean)) and np.all(np.isfinite(post.var))
+    mean, var = exact.dense_posterior(RBF, kp, arms, counts, ysum, lam)
+    # dropping eigenvalues below max * m * eps truncates directions of size ~1e-14: small, not zero
+    np.testing.assert_allclose(post.mean, mean, atol=1e-4)
+    np.testing.assert_allclose(post.var * lam, var, atol=1e-4)
+
+
+def test_bkb_never_selects_outside_the_arm_set_on_an_ill_conditioned_problem():
+    from sketchbo.problems import make_problem
+    from sketchbo.runner import run
+
+    res = run("bkb", make_problem("gp_sample", A=80, d=1, sigma2=0.05), T=40, n_seeds=2, progress=False,
+              params={"lam": 0.05, "F": 1.0})
+    assert res.traces["query"].max() < 80 and np.all(np.isfinite(res.cumulative_regret))

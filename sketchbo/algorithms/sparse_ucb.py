@@ -29,6 +29,11 @@ from sketchbo.gp import nystrom
 from sketchbo.kernels import get_kernel
 
 
+def _finite_or_worst(u):
+    """A NaN UCB (a numerical failure) never wins the argmax and cannot select a padding slot."""
+    return jnp.where(jnp.isnan(u), -jnp.inf, u)
+
+
 class SparseUCBState(NamedTuple):
     arms: jax.Array  # (A, d) arm matrix
     kdiag: jax.Array  # (A,) k(x, x)
@@ -38,7 +43,7 @@ class SparseUCBState(NamedTuple):
     dict_mask: jax.Array  # (m_max,) bool, slot in use
     W: jax.Array  # (m_max, m_max) K_S^{+1/2}
     Vinv: jax.Array  # (m_max, m_max) V^{-1} including the pulls of the current batch
-    M: jax.Array  # (m_max, m_max) start-of-batch W^T V^{-1} W - K_S^+/lam
+    B: jax.Array  # (m_max, m_max) start-of-batch W^T (I/lam - V^{-1})^{1/2} (nystrom.posterior)
     mean: jax.Array  # (A,) start-of-batch mean mu~_fb
     var_fb: jax.Array  # (A,) start-of-batch variances s~^2_fb (lam-scaled)
     ucb: UCBTable  # UCBs in blocks: exact where ``fresh``, upper bounds elsewhere
@@ -67,7 +72,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
         return SparseUCBState(
             arms=arms, kdiag=kdiag, counts=jnp.zeros((A,), dt), ysum=jnp.zeros((A,), dt),
             dict_idx=jnp.zeros((m_max,), jnp.int32), dict_mask=jnp.zeros((m_max,), bool),
-            W=jnp.zeros((m_max, m_max), dt), Vinv=eye / params.lam, M=jnp.zeros((m_max, m_max), dt),
+            W=jnp.zeros((m_max, m_max), dt), Vinv=eye / params.lam, B=jnp.zeros((m_max, m_max), dt),
             mean=jnp.zeros((A,), dt), var_fb=kdiag / params.lam, ucb=ucb_table(jnp.zeros((A,), dt), block),
             fresh=jnp.ones((A,), bool), beta=jnp.zeros((), dt), logdet=jnp.zeros((), dt),
             rule_acc=rule.init(A, dt), batch_open=jnp.asarray(True),
@@ -87,7 +92,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
 
         def refresh(i):  # exact UCB of arm i under the current in-batch posterior
             var = nystrom.embedded_variance(kS(i), state.kdiag[i], state.W, state.Vinv, params.lam)
-            return state.mean[i] + state.beta * jnp.sqrt(var)
+            return _finite_or_worst(state.mean[i] + state.beta * jnp.sqrt(var))
 
         ucb, fresh, best, n_refresh = lazy_argmax(state.ucb, state.fresh, refresh)  # Alg. 1, L4 and L8
         first = state.t == 0
@@ -95,7 +100,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
 
         def cov_q():
             cov = nystrom.covariance_with(
-                kernel, params.kernel, state.arms, Xs, state.dict_mask, state.M, state.arms[q], params.lam)
+                kernel, params.kernel, state.arms, Xs, state.dict_mask, state.B, state.arms[q], params.lam)
             return cov, state.var_fb
 
         acc, close = rule.step(state.rule_acc, state.var_fb[q], cov_q, params.C)  # Alg. 1, L5
@@ -128,8 +133,8 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             beta = beta_bbkb(static.beta_mode, params, state.logdet, c)
         A = state.arms.shape[0]
         new = state._replace(
-            dict_idx=idx, dict_mask=mask, W=post.W, Vinv=post.Vinv, M=post.M, mean=post.mean,
-            var_fb=post.var, ucb=ucb_table(post.mean + beta * jnp.sqrt(post.var), block),
+            dict_idx=idx, dict_mask=mask, W=post.W, Vinv=post.Vinv, B=post.B, mean=post.mean,
+            var_fb=post.var, ucb=ucb_table(_finite_or_worst(post.mean + beta * jnp.sqrt(post.var)), block),
             fresh=jnp.ones((A,), bool),
             beta=beta, rule_acc=rule.init(A, state.var_fb.dtype), batch_open=jnp.asarray(True),
         )

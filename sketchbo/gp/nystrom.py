@@ -12,8 +12,9 @@ W = K_S^{+1/2}, and pulled arms stored as counts n_i and summed rewards Y_i (PRO
 
 The variance of all A arms uses the one-GEMM form of DESIGN §3,
 
-    s~^2(x) = k(x,x)/lam + k_S(x)^T M k_S(x),   M = W^T V^{-1} W - K_S^+/lam,
-    mu~(x)  = k_S(x)^T a,                       a = W^T V^{-1} W sum_i k_S(x_i) Y_i,
+    s~^2(x) = k(x,x)/lam - ||B^T k_S(x)||^2,   B = W^T (I/lam - V^{-1})^{1/2}
+             (= k(x,x)/lam + k_S(x)^T M k_S(x) with M = W^T V^{-1} W - K_S^+/lam = -B B^T),
+    mu~(x)  = k_S(x)^T a,                       a = W^T V^{-1} sum_i z(x_i) Y_i,
 
 and is tested against the embedded form (:func:`embedded_variance`). Variances are in the papers'
 lam-scaled units: s~^2 = (GP posterior variance with noise lam) / lam.
@@ -25,13 +26,13 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sketchbo.linalg import psd_inv_sqrt, sherman_morrison, spd_inverse
+from sketchbo.linalg import psd_inv_sqrt, sherman_morrison
 
 
 class NystromPosterior(NamedTuple):
     W: jax.Array  # (m_max, m_max) K_S^{+1/2}, zero rows for dropped eigenvalues, zero columns for empty slots
     Vinv: jax.Array  # (m_max, m_max) V^{-1}
-    M: jax.Array  # (m_max, m_max) W^T V^{-1} W - K_S^+ / lam
+    B: jax.Array  # (m_max, m_max) W^T (I/lam - V^{-1})^{1/2}: s~^2(x) = k(x,x)/lam - ||B^T k_S(x)||^2
     a: jax.Array  # (m_max,) mean weights on k_S(x)
     mean: jax.Array  # (A,) mu~(x) for every arm
     var: jax.Array  # (A,) s~^2(x) for every arm (lam-scaled), clamped at 0
@@ -48,31 +49,34 @@ def posterior(kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pul
     """Full DTC posterior of all arms for a new dictionary (one resparsification, DESIGN §3).
 
     ``pulled_idx``/``pulled_mask`` (u_max,) list the unique pulled arms; ``counts``/``ysum`` are (A,).
-    Cost: the kernel block K_AS (A m d), one (A x m)(m x m) product K_AS M with a row-wise dot, and
-    O(U m^2 + m^3) for V over the U unique pulled arms.
+    V = Z_U^T N Z_U + lam I is formed from the embedded pulled arms Z_U = K_US W^T, so it is positive
+    definite by construction whatever the conditioning of K_S. The variance uses the square-root form
+    s~^2(x) = k(x,x)/lam - ||B^T k_S(x)||^2 with B = W^T (I/lam - V^{-1})^{1/2} (V >= lam I): one
+    (A x m)(m x m) product, and no cancellation between terms of size 1/(lam e_min(K_S)) as in
+    k_S^T M k_S. Cost: K_AS (A m d), one A m^2 GEMM, O(U m^2 + m^3).
     """
     Xs = arms[dict_idx]  # (m_max, d)
     Kss = kernel.k(kparams, Xs, Xs)
     W, rank = psd_inv_sqrt(Kss, dict_mask)
-    # Empty slots need no masking below: W has zero columns there, so M, a and V ignore them.
-    K_US = kernel.k(kparams, arms[pulled_idx], Xs)  # (u_max, m_max)
+    # Empty slots need no masking below: W has zero columns there.
+    Z_U = kernel.k(kparams, arms[pulled_idx], Xs) @ W.T  # (u_max, m_max) embedded pulled arms
     n_U = jnp.where(pulled_mask, counts[pulled_idx], 0.0)
     Y_U = jnp.where(pulled_mask, ysum[pulled_idx], 0.0)
-    G = (K_US * n_U[:, None]).T @ K_US  # sum_i n_i k_S(x_i) k_S(x_i)^T
-    b = K_US.T @ Y_U  # sum_i k_S(x_i) Y_i
     m = W.shape[0]
-    V = W @ G @ W.T + lam * jnp.eye(m, dtype=W.dtype)
-    Vinv = spd_inverse(V)
-    P = W.T @ Vinv @ W
-    M = P - (W.T @ W) / lam
-    a = P @ b
+    V = (Z_U * n_U[:, None]).T @ Z_U + lam * jnp.eye(m, dtype=W.dtype)  # sum_i n_i z_i z_i^T + lam I
+    evals, Q = jnp.linalg.eigh(V)
+    evals = jnp.maximum(evals, lam)  # V >= lam I exactly; guard the rounding
+    Vinv = (Q / evals) @ Q.T
+    B = W.T @ ((Q * jnp.sqrt(jnp.maximum(1.0 / lam - 1.0 / evals, 0.0))) @ Q.T)
+    a = W.T @ (Vinv @ (Z_U.T @ Y_U))  # mu~(x) = z(x)^T V^{-1} sum_i z_i Y_i = k_S(x)^T a
     # The barrier materialises K_AS once; without it XLA on CPU fuses (and repeats) the exp into every
     # consumer, which measured 3x slower.
     K_AS = jax.lax.optimization_barrier(kernel.k(kparams, arms, Xs))  # (A, m_max)
     mean = K_AS @ a  # Eq. (1)
-    var_raw = kdiag / lam + jnp.einsum("am,am->a", K_AS @ M, K_AS)  # Eq. (2), one-GEMM form
+    R = K_AS @ B
+    var_raw = kdiag / lam - jnp.sum(R * R, axis=1)  # Eq. (2)
     max_clamp = jnp.maximum(-jnp.min(var_raw), 0.0)
-    return NystromPosterior(W, Vinv, M, a, mean, jnp.maximum(var_raw, 0.0), rank, max_clamp)
+    return NystromPosterior(W, Vinv, B, a, mean, jnp.maximum(var_raw, 0.0), rank, max_clamp)
 
 
 def pulled_list(counts, u_max):
@@ -94,15 +98,15 @@ def add_to_batch(Vinv, W, kS_x):
     return sherman_morrison(Vinv, W @ kS_x)
 
 
-def covariance_with(kernel, kparams, arms, Xs, dict_mask, M, x, lam):
+def covariance_with(kernel, kparams, arms, Xs, dict_mask, B, x, lam):
     """Approximate posterior covariance s~(x_i, x) of every arm with one point (lam-scaled, (A,)).
 
-    s~(x_i, x) = z_i^T V^{-1} z + (k(x_i, x) - z_i^T z)/lam = k_S(x_i)^T M k_S(x) + k(x_i, x)/lam.
+    s~(x_i, x) = z_i^T V^{-1} z + (k(x_i, x) - z_i^T z)/lam = k(x_i, x)/lam - k_S(x_i)^T B B^T k_S(x).
     Used by the GlobalLocal batch rule (PROTOCOLS §1.3 item 5). Cost O(A m d).
     """
     K_AS = cross_kernel(kernel, kparams, arms, Xs, dict_mask)
     kS_x = cross_kernel(kernel, kparams, x[None, :], Xs, dict_mask)[0]
-    return K_AS @ (M @ kS_x) + kernel.k(kparams, arms, x[None, :])[:, 0] / lam
+    return kernel.k(kparams, arms, x[None, :])[:, 0] / lam - K_AS @ (B @ (B.T @ kS_x))
 
 
 def inclusion_probability(var_fb, counts, qbar, per_pull):

@@ -47,13 +47,7 @@ def main(argv=None):
         for ax in row:
             ax.set_xlabel("t")
             ax.grid(alpha=0.3)
-    order = plots.ordered(handles)
-    fig.legend([handles[a] for a in order], [plots.label(a) for a in order], loc="lower center",
-               ncol=len(order), frameon=False, bbox_to_anchor=(0.5, -0.02))
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
-    paths = plots.save_figure(fig, args.out or args.results, NAME)
-    plt.close(fig)
-    return paths
+    return plots.finish_with_legend(fig, handles, args.out or args.results, NAME)
 
 
 if __name__ == "__main__":

@@ -271,6 +271,17 @@ def save_figure(fig, out_dir, name: str) -> list[Path]:
     return paths
 
 
+def finish_with_legend(fig, handles: dict, out_dir, name: str) -> list[Path]:
+    """One legend below the panels (algorithms in the registry order), then save PNG + PDF and close."""
+    order = ordered(handles)
+    fig.legend([handles[a] for a in order], [label(a) for a in order], loc="lower center",
+               ncol=len(order), frameon=False, bbox_to_anchor=(0.5, -0.02))
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    paths = save_figure(fig, out_dir, name)
+    pyplot().close(fig)
+    return paths
+
+
 def figure_parser(description: str, results_help: str) -> argparse.ArgumentParser:
     """The common command line of the plot scripts: ``--results DIR --out DIR``."""
     parser = argparse.ArgumentParser(description=description)

@@ -44,9 +44,6 @@ def main(argv=None):
         row[2].set_yscale("log")
         row[0].set_title(f"{problem} (T = {T}, {'/'.join(map(str, seeds))} seeds, mean ± std)", loc="left",
                          fontsize=10)
-        for ax in row:
-            ax.set_xlabel("t")
-            ax.grid(alpha=0.3)
     return plots.finish_with_legend(fig, handles, args.out or args.results, NAME)
 
 

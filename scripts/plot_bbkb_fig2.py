@@ -45,9 +45,6 @@ def main(argv=None):
         row[0].set_title(f"{problem}: size of the batch holding step t", loc="left", fontsize=10)
         row[1].set_ylabel(r"dictionary size $|S_t|$")
         row[1].set_title(f"{problem}: dictionary size at step t", loc="left", fontsize=10)
-        for ax in row:
-            ax.set_xlabel("t")
-            ax.grid(alpha=0.3)
     return plots.finish_with_legend(fig, handles, args.out or args.results, NAME)
 
 

@@ -272,7 +272,11 @@ def save_figure(fig, out_dir, name: str) -> list[Path]:
 
 
 def finish_with_legend(fig, handles: dict, out_dir, name: str) -> list[Path]:
-    """One legend below the panels (algorithms in the registry order), then save PNG + PDF and close."""
+    """Label every panel's x axis t with a light grid, put one legend below the panels (algorithms in the
+    registry order), then save PNG + PDF and close."""
+    for ax in fig.axes:
+        ax.set_xlabel("t")
+        ax.grid(alpha=0.3)
     order = ordered(handles)
     fig.legend([handles[a] for a in order], [label(a) for a in order], loc="lower center",
                ncol=len(order), frameon=False, bbox_to_anchor=(0.5, -0.02))

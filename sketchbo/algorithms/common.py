@@ -51,7 +51,7 @@ class Static(NamedTuple):
 
     A: int  # number of arms
     d: int  # arm dimension
-    T: int  # horizon (capacity of per-observation buffers)
+    T: int  # horizon of the run (the runner's trace buffers)
     m_max: int  # dictionary capacity
     u_max: int  # capacity of the list of unique pulled arms
     kernel: str  # kernel family name

@@ -10,7 +10,8 @@ W = K_S^{+1/2}, and pulled arms stored as counts n_i and summed rewards Y_i (PRO
     mu~(x)   = z(x)^T V^{-1} sum_i z(x_i) Y_i                                 BBKB Eq. (1)
     s~^2(x)  = (k(x,x) - z(x)^T z(x)) / lam + z(x)^T V^{-1} z(x)              BBKB Eq. (2), lam-scaled
 
-The variance of all A arms uses the one-GEMM form of DESIGN §3,
+The variance of all A arms uses one GEMM (DESIGN §3), in a square-root form that is stable for an
+ill-conditioned K_S,
 
     s~^2(x) = k(x,x)/lam - ||B^T k_S(x)||^2,   B = W^T (I/lam - V^{-1})^{1/2}
              (= k(x,x)/lam + k_S(x)^T M k_S(x) with M = W^T V^{-1} W - K_S^+/lam = -B B^T),

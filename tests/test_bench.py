@@ -1,0 +1,118 @@
+"""The benchmark suite (scripts/bench.py --quick) and its figures (scripts/plot_bench.py), end to end.
+
+The scripts run in a subprocess with XLA's backend optimisation off: this checks the suite's output, not
+its speed, and cuts the compilation time of the quick suite by about a third.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = REPO / "scripts"
+RUN_FIELDS = ("case", "group", "algorithm", "problem", "A", "T", "n_seeds", "seed_axis", "dtype", "device", "wall_s",
+              "compile_s", "exec_s", "rounds", "round_median_ms", "step_us", "seed_steps_per_s", "peak_host_mb",
+              "peak_device_mb", "regret_ratio_mean", "regret_ratio", "max_batch", "max_dict", "reused")
+
+
+def run_script(name, *args, timeout=300) -> subprocess.CompletedProcess:
+    env = dict(os.environ, XLA_FLAGS="--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true",
+               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "bench.json"
+    proc = run_script("bench.py", "--quick", "--out", out)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return out, json.loads(out.read_text()), proc.stdout
+
+
+def test_machine_info_and_table(bench):
+    _, data, stdout = bench
+    meta = data["meta"]
+    for key in ("date", "date_end", "platform", "cpu_count", "jax", "jaxlib", "device", "memory_method", "config"):
+        assert meta[key], key
+    for key in ("load_avg_start", "load_avg_end"):
+        assert len(meta[key]) == 3 and all(v >= 0 for v in meta[key])
+    assert meta["device"].startswith("cpu")
+    assert "seed-st/s" in stdout and "ratios measured in this run" in stdout
+
+
+def test_run_rows_are_consistent(bench):
+    _, data, _ = bench
+    runs = data["runs"]
+    assert {r["group"] for r in runs} == {"protocols", "seeds", "dtype", "gp_sample"}
+    for r in runs:
+        assert all(key in r for key in RUN_FIELDS), sorted(set(RUN_FIELDS) - set(r))
+        assert r["wall_s"] >= r["exec_s"] > 0 and r["wall_s"] >= r["compile_s"] >= 0
+        steps = r["T"] * r["n_seeds"]
+        assert r["seed_steps_per_s"] == pytest.approx(steps / r["exec_s"])
+        assert r["step_us"] == pytest.approx(1e6 * r["exec_s"] / steps)
+        assert r["peak_host_mb"] > 0 and len(r["regret_ratio"]) == r["n_seeds"]
+        assert 1 <= r["rounds"] <= r["T"] and 1 <= r["max_batch"] <= r["T"]
+        if r["n_seeds"] == 1 or r["seed_axis"] == "sequential":  # seed 0: t at each round end, time up to it
+            t, ex = np.array(r["timeline"]["t"]), np.array(r["timeline"]["exec_s"])
+            assert t[-1] == r["T"] and np.all(np.diff(t) > 0) and np.all(np.diff(ex) >= 0)
+            assert ex[-1] == pytest.approx(r["exec_s"]) if r["n_seeds"] == 1 else ex[-1] < r["exec_s"]
+        else:
+            assert "timeline" not in r
+
+
+def test_seed_axes_give_the_same_trajectories(bench):
+    """S seeds in one program (map, vmap) and S sequential runs: same regret, ratios from this run."""
+    _, data, _ = bench
+    seeds = {r["seed_axis"]: r for r in data["runs"] if r["group"] == "seeds"}
+    assert set(seeds) == {"sequential", "map", "vmap"}
+    for axis in ("map", "vmap"):
+        np.testing.assert_allclose(seeds[axis]["regret_ratio"], seeds["sequential"]["regret_ratio"], rtol=1e-9)
+        key = f"bbkb/gp_sample/S=2/{axis}_vs_sequential_exec"
+        assert data["ratios"][key] == pytest.approx(seeds[axis]["exec_s"] / seeds["sequential"]["exec_s"])
+        assert data["ratios"][f"bbkb/gp_sample/S=2/{axis}_same_regret_as_sequential"] is True
+
+
+def test_float32_against_float64(bench):
+    _, data, _ = bench
+    rows = {r["dtype"]: r for r in data["runs"] if r["group"] == "dtype"}
+    assert set(rows) == {"float64", "float32"}
+    diff = np.subtract(rows["float32"]["regret_ratio"], rows["float64"]["regret_ratio"])
+    prefix = "bbkb/gp_sample/S=2/"
+    assert data["ratios"][prefix + "regret_ratio_f32_minus_f64_mean"] == pytest.approx(diff.mean())
+    assert data["ratios"][prefix + "float32_vs_float64_exec"] == pytest.approx(
+        rows["float32"]["exec_s"] / rows["float64"]["exec_s"])
+    assert abs(diff.mean()) < 0.2  # same algorithm, same seeds: R_T / R_unif close in both precisions
+
+
+def test_step_costs_have_full_dictionaries(bench):
+    _, data, _ = bench
+    costs = data["step_costs"]
+    assert [c["m"] for c in costs["vs_m"]] == [8, 16] and [c["A"] for c in costs["vs_A"]] == [150, 300]
+    for c in costs["vs_m"] + costs["vs_A"]:
+        assert c["dict_size"] == c["m"] and not c["overflow"]
+        assert c["step_us"] > 0 and c["resparsify_ms"] > 0 and c["refresh_per_step"] >= 0
+
+
+def test_plots_are_written(bench, tmp_path):
+    path, _, _ = bench
+    proc = run_script("plot_bench.py", "--results", path, "--out", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("bench_step_cost", "bench_amortised"):
+        assert (tmp_path / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+        assert (tmp_path / f"{name}.pdf").read_bytes()[:4] == b"%PDF"
+
+
+def test_bad_input_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    proc = run_script("plot_bench.py", "--results", bad)
+    assert proc.returncode == 2 and "unreadable benchmark results" in proc.stderr
+    proc = run_script("bench.py", "--quick", "--seeds", "0", "--out", tmp_path / "x.json")
+    assert proc.returncode == 2 and "--seeds 0 is invalid" in proc.stderr

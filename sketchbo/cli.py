@@ -19,6 +19,12 @@ prints ``skipping: complete results in <dir>`` and reuses it. Multirun job direc
 the job's overrides (``configs/config.yaml``, ``hydra.sweep``), so re-running an interrupted sweep
 redoes only the jobs that did not finish.
 
+Checkpoints: with ``checkpoint_every=k`` (rounds; null = off) a job saves its run's progress to
+``<run_dir>/checkpoint.npz`` (``runner.run``'s ``checkpoint``) every k rounds; the same job started again
+(same command, same directory) resumes there and yields the traces of an uninterrupted run. The file is
+deleted once ``summary.json`` and ``traces.npz`` are written. ``checkpoint_every`` changes no result, so it
+does not count for resuming complete results and does not name multirun job directories.
+
 Bad input (a ValueError, a missing data file, a failed W&B start) prints
 ``sketchbo-run: error: <message>`` to stderr and exits with status 2. This is the only module that
 imports hydra or omegaconf.
@@ -36,8 +42,9 @@ import numpy as np
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from sketchbo import tracking
-from sketchbo.problems import make_problem
+from sketchbo import continuous, tracking
+from sketchbo.algorithms import BO_ALGORITHMS
+from sketchbo.problems import ContinuousProblem, make_problem
 from sketchbo.runner import enable_compilation_cache, grid_points, resolve_hyperparameters, run, run_grid
 
 PROG = "sketchbo-run"
@@ -46,7 +53,9 @@ COMPARE = "compare"
 COMPARE_KEYS = ("name", "members")  # compare.yaml keys that are not shared parameter overrides
 USER_ERRORS = (ValueError, OSError, tracking.LoggingError)  # bad parameters, missing data files, W&B failures
 # Config keys that do not change a result: a stored result whose config differs only here is complete.
-RUNTIME_KEYS = ("progress", "logger", "problem.data_dir", "problem.download", "compile_cache", "devices")
+RUNTIME_KEYS = ("progress", "logger", "problem.data_dir", "problem.download", "compile_cache", "devices",
+                "checkpoint_every")
+CHECKPOINT_FILE = "checkpoint.npz"  # a job's checkpoint inside its run directory (grid runs: grid/)
 
 
 def known_algorithms() -> list[str]:
@@ -65,7 +74,11 @@ def load_algorithm_config(name: str) -> dict:
 
 def compare_members(compare: dict) -> list[dict]:
     """Each member's own config, with compare's non-null shared keys overriding the keys it has."""
-    members = [str(m) for m in compare.get("members") or []]
+    members = compare.get("members")
+    if not isinstance(members, list):
+        raise ValueError(f"algorithm.members={members!r} is invalid; give a list of distinct names from "
+                         f"{known_algorithms()}")
+    members = [str(m) for m in members]
     if not members or len(set(members)) != len(members):
         raise ValueError(f"algorithm.members={members!r} is invalid; list distinct names from {known_algorithms()}")
     shared = {k: v for k, v in compare.items() if k not in COMPARE_KEYS and v is not None}
@@ -107,7 +120,10 @@ def check_hyperparameters(algos: list[dict], T) -> None:
     """
     T = T if isinstance(T, int) else 1
     for algo in algos:
-        resolve_hyperparameters(algo["name"], hyperparameters(algo), T)
+        if algo["name"] in BO_ALGORITHMS:  # continuous domains (GSSBO and its baselines)
+            continuous.resolve_hyperparameters(algo["name"], hyperparameters(algo), T)
+        else:
+            resolve_hyperparameters(algo["name"], hyperparameters(algo), T)
 
 
 def check_logger(cfg: DictConfig) -> None:
@@ -134,19 +150,54 @@ def uniform_gap(problem) -> float:
     return float(f.max() - f.mean())
 
 
+def checkpoint_args(cfg: DictConfig, directory: Path) -> dict:
+    """``runner.run``'s checkpoint arguments: ``<directory>/checkpoint.npz`` every ``checkpoint_every`` rounds."""
+    every = cfg.get("checkpoint_every")
+    if every is None:
+        return {"checkpoint": None, "checkpoint_every": None}
+    return {"checkpoint": directory / CHECKPOINT_FILE, "checkpoint_every": every}
+
+
+def remove_checkpoint(directory: Path) -> None:
+    """Delete a job's checkpoint and any temporary file that a write killed half-way left beside it."""
+    for path in [directory / CHECKPOINT_FILE, *directory.glob(f".{CHECKPOINT_FILE}.*.tmp")]:
+        path.unlink(missing_ok=True)
+
+
 def run_algorithm(algo: dict, problem, cfg: DictConfig, run_dir: Path, config: dict | None = None) -> dict:
     """Run one algorithm config, write its result files into ``run_dir``, return its summary.
 
     Files: ``config.yaml`` (resolved), ``traces.npz``, W&B runs when ``logger=wandb``, and
-    ``summary.json`` last, whose presence marks the result complete.
+    ``summary.json`` last, whose presence marks the result complete; then the checkpoint is deleted.
     """
     config = job_config(cfg, algo) if config is None else config
+    if algo["name"] in BO_ALGORITHMS or isinstance(problem, ContinuousProblem):
+        return run_continuous(algo, problem, cfg, run_dir, config)
     result = run(
         algo["name"], problem, T=cfg.T, n_seeds=cfg.n_seeds, seed=cfg.seed, params=hyperparameters(algo),
         kernel=kernel_override(cfg), dtype=cfg.dtype, seed_axis=cfg.seed_axis, progress=cfg.progress,
-        devices=cfg.get("devices"),
+        devices=cfg.get("devices"), **checkpoint_args(cfg, run_dir),
     )
-    return tracking.write_results(run_dir, result, config, uniform_gap=uniform_gap(problem),
+    summary = tracking.write_results(run_dir, result, config, uniform_gap=uniform_gap(problem),
+                                     config_text=OmegaConf.to_yaml(OmegaConf.create(config)))
+    remove_checkpoint(run_dir)
+    return summary
+
+
+def run_continuous(algo: dict, problem, cfg: DictConfig, run_dir: Path, config: dict) -> dict:
+    """``run_algorithm`` for continuous domains (``sketchbo.continuous.run``; no kernel override: the
+    Matérn-5/2 ARD kernel is fitted; no checkpoints). The regret ratio's gap is E_u f - f_min."""
+    if algo["name"] not in BO_ALGORITHMS:
+        raise ValueError(f"problem {problem.name!r} is a continuous domain; algorithm={algo['name']!r} runs on "
+                         f"finite arm sets. Continuous algorithms: {sorted(BO_ALGORITHMS)}")
+    if kernel_override(cfg) is not None:
+        raise ValueError(f"kernel.name={cfg.kernel.name!r}: continuous-domain algorithms fit their own "
+                         "Matérn-5/2 ARD kernel; use kernel=problem_default")
+    result = continuous.run(algo["name"], problem, T=cfg.T, n_seeds=cfg.n_seeds, seed=cfg.seed,
+                            params=hyperparameters(algo), dtype=cfg.dtype, seed_axis=cfg.seed_axis,
+                            progress=cfg.progress)
+    gap = result.hyperparameters["uniform_mean"] - problem.f_min
+    return tracking.write_results(run_dir, result, config, uniform_gap=gap,
                                   config_text=OmegaConf.to_yaml(OmegaConf.create(config)))
 
 
@@ -209,13 +260,14 @@ def execute_grid(cfg: DictConfig, run_dir: Path, grid: dict) -> list[dict]:
     results = run_grid(algo["name"], problem, T=cfg.T, grid=grid, n_seeds=cfg.n_seeds, seed=cfg.seed,
                        params=hyperparameters(algo), kernel=kernel_override(cfg), dtype=cfg.dtype,
                        seed_axis=cfg.seed_axis, progress=cfg.progress,
-        devices=cfg.get("devices"))
+                       devices=cfg.get("devices"), **checkpoint_args(cfg, run_dir / "grid"))
     summaries = []
     for (pt, result), out, config, summary in zip(results, outs, configs, done):
         if summary is None:  # finished points are kept as they are
             summary = tracking.write_results(out, result, config, uniform_gap=uniform_gap(problem),
                                              config_text=OmegaConf.to_yaml(OmegaConf.create(config)))
         summaries.append({**summary, "label": f"{algo['name']} {point_dirname(pt)}"})
+    remove_checkpoint(run_dir / "grid")
     return summaries
 
 
@@ -241,6 +293,8 @@ def execute(cfg: DictConfig, run_dir: Path) -> list[dict]:
         if summary is None:
             problem = build_problem(cfg) if problem is None else problem
             summary = run_algorithm(algo, problem, cfg, out, config)
+        else:  # killed after its results were written: the checkpoint is of no further use
+            remove_checkpoint(out)
         summaries.append(summary)
     if compare:
         write_comparison(run_dir, cfg, algos, summaries)

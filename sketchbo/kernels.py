@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 import jax.numpy as jnp
+import numpy as np
 
 
 class Kernel(NamedTuple):
@@ -67,7 +68,7 @@ KERNELS = {
 
 
 def get_kernel(name: str) -> Kernel:
-    if name not in KERNELS:
+    if not isinstance(name, str) or name not in KERNELS:
         raise ValueError(f"kernel.name={name!r} is not a known kernel; choose one of {sorted(KERNELS)}")
     return KERNELS[name]
 
@@ -82,9 +83,18 @@ def kernel_params(name: str, d: int, dtype=jnp.float64, **overrides) -> dict:
     params.update({k: v for k, v in overrides.items() if v is not None})
     out = {}
     for key, value in params.items():
-        arr = jnp.asarray(value, dtype=dtype)
+        allowed = "a finite number > 0" + (f" or a list of {d} of them" if key == "lengthscales" else "")
+        try:
+            raw = np.asarray(value)
+        except (TypeError, ValueError):  # ragged nested lists and the like
+            raw = np.asarray(None)
+        if raw.dtype.kind not in "iuf":  # strings, booleans, complex numbers, None, dicts
+            raise ValueError(f"kernel.{key}={value!r} is invalid; it must be {allowed}")
+        arr = jnp.asarray(raw, dtype=dtype)
         if not bool(jnp.all(jnp.isfinite(arr))) or not bool(jnp.all(arr > 0)):
             raise ValueError(f"kernel.{key}={value!r} is invalid; it must be finite and > 0")
+        if key != "lengthscales" and arr.ndim != 0:
+            raise ValueError(f"kernel.{key} has shape {arr.shape}; expected a scalar")
         if key == "lengthscales":
             arr = jnp.broadcast_to(arr, (d,)) if arr.ndim == 0 else arr
             if arr.shape != (d,):

@@ -32,13 +32,19 @@ from sketchbo.tracking import TRACE_KEYS
 # Display names and colours of the algorithms (the poster's names).
 LABELS = {
     "bbkb": "BBKB", "bbkb_local": "GlobalLocal-BBKB", "bkb": "BKB", "gp_ucb": "GP-UCB",
-    "gp_bucb": "GP-BUCB", "eps_greedy": "EpsGreedy",
+    "gp_bucb": "GP-BUCB", "eps_greedy": "EpsGreedy", "sbpe": "S-BPE",
+    # continuous domains (GSSBO's names)
+    "std_gp_ucb": "Standard GP-UCB", "gssbo": "GSSBO", "rssbo": "RSSBO", "kmeans_pp": "K-means++",
+    "lr_first_m": "LR-First m", "sparse_gp": "SparseGP", "mini_gp_ucb": "mini-META",
 }
 COLORS = {
     "bbkb": "tab:red", "bbkb_local": "tab:orange", "bkb": "tab:blue", "gp_ucb": "tab:green",
-    "gp_bucb": "tab:purple", "eps_greedy": "tab:gray",
+    "gp_bucb": "tab:purple", "eps_greedy": "tab:gray", "sbpe": "tab:pink",
+    "std_gp_ucb": "tab:green", "gssbo": "tab:red", "rssbo": "tab:blue", "kmeans_pp": "tab:brown",
+    "lr_first_m": "tab:olive", "sparse_gp": "tab:purple", "mini_gp_ucb": "tab:cyan",
 }
-ORDER = ("bbkb", "bbkb_local", "bkb", "gp_ucb", "gp_bucb", "eps_greedy")
+ORDER = ("bbkb", "bbkb_local", "bkb", "gp_ucb", "gp_bucb", "eps_greedy", "sbpe",
+         "gssbo", "rssbo", "std_gp_ucb", "lr_first_m", "sparse_gp", "mini_gp_ucb", "kmeans_pp")
 MAX_POINTS = 1500  # points drawn per curve (evenly spaced steps); keeps the PDFs small at T = 10^4
 
 

@@ -10,20 +10,33 @@ keyed by the step or round at which it happens, never by how many seeds run besi
 A host loop calls a jitted chunk of ``rounds_per_call`` rounds, which gives progress output, per-round
 timings and a check of the dictionary capacity after every call: an overflow is never silent; the run is
 redone with a capacity about 1.5 times larger and the event is reported.
+
+Checkpoints (``checkpoint=path, checkpoint_every=k``): at the first chunk boundary after every k rounds the
+host loop writes the whole carry (every seed's state and traces), the round timings, the capacities in use
+and the capacity events to ``path`` (temporary file, fsync, rename). A run of the same identity
+(:func:`run_identity`: algorithm, problem data, kernel, hyperparameters, T, seeds, dtype and the program's
+shape) started with the same ``path`` resumes there, at the checkpoint's capacities, and yields bit for bit
+the trajectories of an uninterrupted run (the chunk function is deterministic and the keys derive from the
+seeds); a checkpoint of another run is ignored with a message saying what differs, and overwritten.
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import math
 import os
 import sys
 import time
+import zipfile
+from pathlib import Path
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sketchbo import tracking
 from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build, rule_name
 from sketchbo.kernels import KERNELS, kernel_params
 from sketchbo.problems.base import Problem, check_problem
@@ -70,7 +83,7 @@ class SeedKeys(NamedTuple):
 
 # ---------------------------------------------------------------------------------------- validation
 
-_CHOICES = {"beta": ("code", "paper"), "beta_family": ("bkb", "bbkb"), "resample": ("code", "paper"),
+_CHOICES = {"beta": ("code", "paper", "vakili"), "beta_family": ("bkb", "bbkb"), "resample": ("code", "paper"),
             "batch_rule": ("product", "sum"), "dictionary": ("resampled", "all_pulled")}
 
 
@@ -85,6 +98,8 @@ def check_int(name, value, lo):
 
 
 def _check_float(name, value, ok, allowed):
+    if isinstance(value, (bool, np.bool_)):  # float(True) would pass as 1.0
+        raise invalid_value(name, value, allowed)
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -96,9 +111,11 @@ def _check_float(name, value, ok, allowed):
 
 def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict:
     """Defaults completed by ``params``; every value checked. Raises ValueError naming the parameter."""
-    if algorithm not in ALGORITHMS:
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm={algorithm!r} is not a known algorithm; choose one of {sorted(ALGORITHMS)}")
     spec = ALGORITHMS[algorithm]
+    if params is not None and not isinstance(params, dict):
+        raise invalid_value("params", params, "pass a dict of hyperparameters, e.g. {'lam': 0.2}")
     params = dict(params or {})
     params.pop("name", None)
     unknown = sorted(set(params) - set(spec.defaults))
@@ -119,8 +136,11 @@ def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict
         if key in hyper:
             hyper[key] = _check_float(f"algorithm.{key}", hyper[key], ok, allowed)
     for key, choices in _CHOICES.items():
-        if key in hyper and hyper[key] not in choices:
+        if key in hyper and (not isinstance(hyper[key], str) or hyper[key] not in choices):
             raise invalid_value(f"algorithm.{key}", hyper[key], f"choose one of {list(choices)}")
+    if hyper.get("beta") == "vakili" and spec.engine != "sparse":
+        raise invalid_value("algorithm.beta", "vakili", "Theorem 3.5's width needs the Nyström engine (bkb, bbkb, "
+                            "bbkb_local); choose 'code' or 'paper'")
     for key in ("m_max", "u_max"):
         if key in hyper:
             hyper[key] = check_int(f"algorithm.{key}", hyper[key], 1)
@@ -131,9 +151,9 @@ def _check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call):
     T = check_int("T", T, 1)
     n_seeds = check_int("n_seeds", n_seeds, 1)
     seed = check_int("seed", seed, 0)
-    if dtype not in ("float64", "float32"):
+    if not isinstance(dtype, str) or dtype not in ("float64", "float32"):
         raise invalid_value("dtype", dtype, "choose 'float64' or 'float32'")
-    if seed_axis not in ("auto", "map", "vmap"):
+    if not isinstance(seed_axis, str) or seed_axis not in ("auto", "map", "vmap"):
         raise invalid_value("seed_axis", seed_axis, "choose 'auto', 'map' or 'vmap'")
     if rounds_per_call is not None:
         check_int("rounds_per_call", rounds_per_call, 1)
@@ -141,9 +161,11 @@ def _check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call):
 
 
 def _resolve_kernel(problem: Problem, kernel: dict | None, d: int, dtype) -> tuple[str, dict]:
+    if kernel is not None and not isinstance(kernel, dict):
+        raise invalid_value("kernel", kernel, "pass a dict such as {'name': 'rbf', 'sigma2': 5.0}, or None")
     spec = dict(kernel if kernel is not None else problem.kernel)
     name = spec.pop("name", None)
-    if name not in KERNELS:
+    if not isinstance(name, str) or name not in KERNELS:
         raise ValueError(f"kernel.name={name!r} is not a known kernel; choose one of {sorted(KERNELS)}")
     return name, kernel_params(name, d, dtype=dtype, **spec)
 
@@ -323,13 +345,144 @@ def _compiled(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_
     return init_c, chunk_c, compile_s
 
 
-def _execute(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_call, n_devices, progress):
-    """Compile (or reuse) and run to t = T. Returns (carry, noise, round_times, compile_s)."""
+# -------------------------------------------------------------------------------------- checkpoints
+
+CHECKPOINT_FORMAT = "sketchbo.runner.checkpoint/1"  # tag of the identity stored in every checkpoint
+
+
+class Saved(NamedTuple):
+    """A checkpoint read back: the carry after ``calls`` chunks, made at capacities (m_max, u_max)."""
+
+    path: Path
+    m_max: int  # dictionary capacity the carry was made with
+    u_max: int  # pulled-arm capacity the carry was made with
+    events: list  # capacity events of the run so far (messages)
+    calls: int  # chunks of ``rounds_per_call`` rounds executed
+    round_times: list  # (calls * rounds_per_call,) wall time per round so far
+    leaves: list  # the carry's leaves (numpy), in ``jax.tree.leaves`` order
+
+
+def check_checkpoint(checkpoint, checkpoint_every) -> tuple[Path | None, int | None]:
+    """``(path, every)`` validated: both given (a file path and an integer >= 1) or both None."""
+    if checkpoint is None and checkpoint_every is None:
+        return None, None
+    if checkpoint is None:
+        raise invalid_value("checkpoint", checkpoint, "checkpoint_every needs a file path to write to")
+    if isinstance(checkpoint, bytes) or not isinstance(checkpoint, (str, os.PathLike)) or not os.fspath(checkpoint):
+        raise invalid_value("checkpoint", checkpoint, "it must be a file path (str or os.PathLike)")
+    if checkpoint_every is None:
+        raise invalid_value("checkpoint_every", checkpoint_every,
+                            "with a checkpoint path it must be an integer >= 1 (rounds between two writes)")
+    every = check_int("checkpoint_every", checkpoint_every, 1)
+    path = Path(checkpoint)
+    if path.is_dir():
+        raise invalid_value("checkpoint", checkpoint, "it is a directory; give a file path")
+    return path, every
+
+
+def _digest(*arrays) -> str:
+    """sha256 of arrays (dtype, shape and bytes)."""
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def run_identity(algorithm, problem, T, seeds, hypers, kname, kparams, dtype, seed_axis, rounds_per_call,
+                 n_devices) -> dict:
+    """Everything a run's trajectories depend on, as plain JSON: a checkpoint is resumed only by a run of
+    the same identity. Capacities enter through the hyperparameters (initial m_max, u_max); the capacity
+    a checkpoint was made with is stored beside it."""
+    identity = {
+        "format": CHECKPOINT_FORMAT, "jax": jax.__version__, "algorithm": algorithm,
+        "problem": {"name": problem.name, "sha256": _digest(problem.arms, problem.f), "noise_std": problem.noise_std},
+        "kernel": {"name": kname, **{k: np.asarray(v).tolist() for k, v in kparams.items()}},
+        "hyperparameters": hypers, "T": T, "seeds": seeds, "dtype": dtype, "seed_axis": seed_axis,
+        "rounds_per_call": rounds_per_call, "devices": n_devices,
+    }
+    return json.loads(json.dumps(tracking.to_jsonable(identity), allow_nan=True))
+
+
+def _differing(a, b, prefix="") -> list[str]:
+    """Dotted names at which two plain JSON values differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [n for k in sorted(set(a) | set(b)) for n in _differing(a.get(k), b.get(k), f"{prefix}{k}.")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [n for i, (x, y) in enumerate(zip(a, b)) for n in _differing(x, y, f"{prefix[:-1]}[{i}].")]
+    return [] if a == b else [prefix[:-1]]
+
+
+def save_checkpoint(path: Path, identity: dict, m_max: int, u_max: int, events: list, calls: int,
+                    round_times: list, carry) -> None:
+    """Write the carry and what is needed to go on from it to ``path`` atomically (tracking.atomic_savez)."""
+    leaves = jax.tree.leaves(carry)
+    meta = {"identity": identity, "m_max": int(m_max), "u_max": int(u_max), "events": list(events),
+            "calls": int(calls), "n_leaves": len(leaves)}
+    arrays = {f"carry_{k:04d}": np.asarray(leaf) for k, leaf in enumerate(leaves)}
+    tracking.atomic_savez(path, meta=np.array(json.dumps(meta)),
+                          round_times=np.asarray(round_times, np.float64), **arrays)
+
+
+def load_checkpoint(path: Path, identity: dict, label: str) -> Saved | None:
+    """The checkpoint at ``path`` when it belongs to a run of this ``identity``; None (and a message on
+    stderr saying why it is ignored) when it is unreadable or belongs to another run; None without a
+    message when there is none."""
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            stored = meta["identity"]
+            saved = Saved(path, int(meta["m_max"]), int(meta["u_max"]), [str(e) for e in meta["events"]],
+                          int(meta["calls"]), data["round_times"].tolist(),
+                          [data[f"carry_{k:04d}"] for k in range(int(meta["n_leaves"]))])
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
+        print(f"[{label}] ignoring checkpoint {path}: unreadable ({type(err).__name__}: {err}); starting at "
+              "round 0, the file will be overwritten", file=sys.stderr, flush=True)
+        return None
+    diff = _differing(stored, identity)
+    if diff:
+        shown = ", ".join(diff[:5]) + (", ..." if len(diff) > 5 else "")
+        print(f"[{label}] ignoring checkpoint {path}: it belongs to a different run (differs in {shown}); "
+              "starting at round 0, the file will be overwritten", file=sys.stderr, flush=True)
+        return None
+    return saved
+
+
+def _restored(saved: Saved, carry):
+    """``carry``'s tree with the checkpoint's leaves, placed as ``carry``'s (ValueError when they do not fit)."""
+    template, treedef = jax.tree.flatten(carry)
+    if len(saved.leaves) != len(template):
+        raise ValueError(f"checkpoint {saved.path} holds {len(saved.leaves)} state arrays but this run has "
+                         f"{len(template)}; delete the file to start over")
+    for k, (leaf, ref) in enumerate(zip(saved.leaves, template)):
+        if leaf.shape != ref.shape or leaf.dtype != ref.dtype:
+            raise ValueError(f"checkpoint {saved.path}: state array {k} is {leaf.dtype}{leaf.shape}, this run "
+                             f"needs {ref.dtype}{ref.shape}; delete the file to start over")
+    return jax.tree.unflatten(treedef, [jax.device_put(leaf, ref.sharding) for leaf, ref in zip(saved.leaves, template)])
+
+
+def _execute(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_call, n_devices, progress,
+             resume: Saved | None = None, on_chunk=None):
+    """Compile (or reuse) and run to t = T. Returns (carry, noise, round_times, compile_s).
+
+    ``resume``: a checkpoint to go on from instead of the initial carry (its capacities are ``static``'s).
+    ``on_chunk(carry, calls, round_times)`` is called after every chunk that did not overflow and did not
+    finish the run (the checkpoint writer), before the carry is donated to the next chunk.
+    """
     init_c, chunk_c, compile_s = _compiled(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_call,
                                            n_devices)
-    carry, noise = init_c(keys, arms, params)
+    carry, noise = init_c(keys, arms, params)  # the noise derives from the keys: recomputed, not stored
+    round_times, calls = [], 0
+    if resume is not None:
+        carry = _restored(resume, carry)
+        round_times, calls = list(resume.round_times), resume.calls
+        print(f"[{progress.label}] resuming from checkpoint {resume.path} at t={int(np.min(carry[0].t))}/{T} "
+              f"(round {int(np.max(carry[1].rounds))}, m_max={static.m_max}, u_max={static.u_max})",
+              file=sys.stderr, flush=True)
     progress.restart()
-    round_times = []
     while True:
         t_call = time.perf_counter()
         carry = chunk_c(keys, carry, noise, params, f, xi)
@@ -337,11 +490,14 @@ def _execute(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_c
         t_all = np.asarray(state.t)  # blocks until the chunk is done
         dt = time.perf_counter() - t_call
         round_times.extend([dt / rounds_per_call] * rounds_per_call)
+        calls += 1
         rounds = int(np.max(np.asarray(tr.rounds)))
         progress(int(t_all.min()), rounds)
         if bool(np.any(np.asarray(tr.overflow))) or int(t_all.min()) >= T:
             progress(int(t_all.min()), rounds, final=True)
             return carry, noise, np.asarray(round_times[:rounds]), compile_s
+        if on_chunk is not None:
+            on_chunk(carry, calls, round_times)
 
 
 def _check_devices(devices) -> int:
@@ -380,22 +536,25 @@ def grid_points(algorithm: str, grid: dict | None) -> list[dict]:
 
 def run(algorithm: str, problem: Problem, *, T: int, n_seeds: int = 1, seed: int = 0, params: dict | None = None,
         kernel: dict | None = None, dtype: str = "float64", seed_axis: str = "auto", progress: bool = True,
-        rounds_per_call: int | None = None, devices: int | None = None) -> RunResult:
+        rounds_per_call: int | None = None, devices: int | None = None, checkpoint=None,
+        checkpoint_every: int | None = None) -> RunResult:
     """Run ``n_seeds`` seeds (``seed``, ``seed + 1``, ...) of an algorithm for T pulls on a finite problem.
 
     Everything is validated before compilation (ValueError naming the parameter). ``params`` are the
     algorithm's hyperparameters (see ``ALGORITHMS[algorithm].defaults``); ``kernel`` overrides the
-    problem's kernel, e.g. ``{"name": "rbf", "sigma2": 5.0}``.
+    problem's kernel, e.g. ``{"name": "rbf", "sigma2": 5.0}``. ``checkpoint`` (a file path) with
+    ``checkpoint_every`` (rounds) saves the run's progress there and resumes a run of the same identity
+    from it (module docstring); the file is left in place at the end.
     """
     return run_grid(algorithm, problem, T=T, n_seeds=n_seeds, seed=seed, params=params, kernel=kernel,
                     dtype=dtype, seed_axis=seed_axis, progress=progress, rounds_per_call=rounds_per_call,
-                    devices=devices)[0][1]
+                    devices=devices, checkpoint=checkpoint, checkpoint_every=checkpoint_every)[0][1]
 
 
 def run_grid(algorithm: str, problem: Problem, *, T: int, grid: dict | None = None, n_seeds: int = 1, seed: int = 0,
              params: dict | None = None, kernel: dict | None = None, dtype: str = "float64", seed_axis: str = "auto",
-             progress: bool = True, rounds_per_call: int | None = None,
-             devices: int | None = None) -> list[tuple[dict, RunResult]]:
+             progress: bool = True, rounds_per_call: int | None = None, devices: int | None = None,
+             checkpoint=None, checkpoint_every: int | None = None) -> list[tuple[dict, RunResult]]:
     """Like :func:`run`, for every point of a grid of float hyperparameters, in one compiled program.
 
     ``grid`` maps names of :data:`GRID_KEYS` to lists of values, e.g. ``{"qbar": [1, 2, 5], "C": [1.5, 2]}``;
@@ -405,9 +564,11 @@ def run_grid(algorithm: str, problem: Problem, *, T: int, grid: dict | None = No
     ``compile_time_s`` and ``round_time_s`` of every result are those of the whole grid program.
     ``devices``: how many local devices share the elements (None = all of the default backend); the
     element count is padded to a multiple of it and the results are those of one device.
+    ``checkpoint``, ``checkpoint_every``: as in :func:`run`, for the whole grid program.
     """
     wall0 = time.perf_counter()
     T, n_seeds, seed = _check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call)
+    ckpt_path, ckpt_every = check_checkpoint(checkpoint, checkpoint_every)
     points = grid_points(algorithm, grid)
     n_dev = _check_devices(devices)
     hypers = [resolve_hyperparameters(algorithm, {**(params or {}), **pt}, T) for pt in points]
@@ -444,20 +605,34 @@ def run_grid(algorithm: str, problem: Problem, *, T: int, grid: dict | None = No
     seeds = [seed + i for i in range(n_seeds)]
     el_seeds = [s for _ in hypers for s in seeds]
     keys = jax.tree.map(lambda *k: jnp.stack(k), *[seed_keys(s) for s in el_seeds + el_seeds[-1:] * n_pad])
-    sparse = spec.engine == "sparse"
-    m_max = min(hyper.get("m_max", 1), A) if sparse else 1
-    u_max = min(hyper.get("u_max", 1), A, T) if spec.engine in ("sparse", "exact") else 1
+    m_max = min(hyper.get("m_max", 1), A) if "m_max" in spec.defaults else 1
+    u_max = min(hyper.get("u_max", 1), A, T) if "u_max" in spec.defaults else 1
     events = []
     label = f"{algorithm}/{problem.name}" + (f" grid of {len(points)}" if len(points) > 1 else "")
     compile_total = 0.0
+    saved = None
+    if ckpt_path is not None:
+        identity = run_identity(algorithm, problem, T, seeds, hypers, kname, kparams, dtype, seed_axis,
+                                rounds_per_call, n_dev)
+        saved = load_checkpoint(ckpt_path, identity, label)
+        if saved is not None:  # go on at the capacities (and with the events) of the checkpoint
+            m_max, u_max, events = saved.m_max, saved.u_max, list(saved.events)
     while True:
         static = Static(A=A, d=d, T=T, m_max=m_max, u_max=u_max, kernel=kname, beta_family=hyper.get("beta_family", "bbkb"),
                         beta_mode=hyper.get("beta", "code"), resample=hyper.get("resample", "code"),
                         batch_rule=rule_name(spec, hyper),
                         exact_dictionary=hyper.get("dictionary") == "all_pulled")
+        on_chunk = None
+        if ckpt_path is not None:
+            every_calls = -(-ckpt_every // rounds_per_call)  # the first chunk boundary after every k rounds
+
+            def on_chunk(carry, calls, round_times, m_max=m_max, u_max=u_max, events=list(events)):
+                if calls % every_calls == 0:
+                    save_checkpoint(ckpt_path, identity, m_max, u_max, events, calls, round_times, carry)
         carry, noise, round_times, compile_s = _execute(
             spec, static, T, keys, arms, pvals, f, pvals.xi, seed_axis, rounds_per_call, n_dev,
-            _Progress(progress, label, T))
+            _Progress(progress, label, T), resume=saved, on_chunk=on_chunk)
+        saved = None  # a re-run after an overflow starts from round 0 at the larger capacity
         compile_total += compile_s
         tr = carry[1]
         if not bool(np.any(np.asarray(tr.overflow))):

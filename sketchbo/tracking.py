@@ -7,7 +7,8 @@ Every run directory gets
   ratio R_T / R_T^unif, batches, batch and dictionary sizes), timings, device, dtype, the
   resolved config and the runner's capacity events;
 * ``traces.npz``: per-seed, per-step arrays ``query``, ``reward``, ``instant_regret``,
-  ``batch_index``, ``dict_size`` of shape (n_seeds, T), and ``round_time_s`` (one entry per round).
+  ``batch_index``, ``dict_size`` of shape (n_seeds, T), and ``round_time_s`` (one entry per round);
+  continuous-domain runs add ``x`` (n_seeds, T, d), the queried points.
 
 Files are written atomically (temporary file in the same directory, fsync, ``os.replace``), so a
 reader never sees a half-written result, and ``traces.npz`` before ``summary.json``: a run directory
@@ -111,7 +112,7 @@ def summary_of(result, config: dict) -> dict:
 
 def trace_arrays(result) -> dict:
     """The ``traces.npz`` arrays of a runner ``RunResult``."""
-    arrays = {key: np.asarray(result.traces[key]) for key in TRACE_KEYS}
+    arrays = {key: np.asarray(value) for key, value in result.traces.items()}  # TRACE_KEYS and any extras
     arrays["round_time_s"] = np.asarray(result.round_time_s, dtype=np.float64)
     return arrays
 

@@ -73,7 +73,7 @@ def test_vmapped_seeds_equal_single_seed_runs_bit_for_bit(name):
     assert vm.seeds == [5, 6, 7]
 
 
-@pytest.mark.parametrize("name", [n for n in ALL if n != "eps_greedy"])
+@pytest.mark.parametrize("name", [n for n in ALL if n not in ("eps_greedy", "sbpe")])  # own tests elsewhere
 def test_ucb_algorithm_learns_on_gp_sample(name):
     """Cumulative regret below half of uniform play's (A = 500, d = 2, T = 300)."""
     problem = make_problem("gp_sample", A=500, d=2, sigma2=0.1, seed=0)

@@ -16,12 +16,14 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from sketchbo import runner, tracking
-from sketchbo.algorithms import ALGORITHMS as REGISTRY
+from sketchbo.algorithms import ALGORITHMS as FINITE_REGISTRY
+from sketchbo.algorithms import BO_ALGORITHMS
 from sketchbo.cli import CONFIG_DIR, RUNTIME_KEYS, algorithm_configs
 from sketchbo.problems import PROBLEMS
 
 REPO = Path(__file__).resolve().parent.parent
 ALGORITHMS = sorted(p.stem for p in (CONFIG_DIR / "algorithm").glob("*.yaml") if p.stem != "compare")
+REGISTRY = {**FINITE_REGISTRY, **BO_ALGORITHMS}  # finite-arm and continuous-domain algorithms
 PROBLEM_NAMES = sorted(p.stem for p in (CONFIG_DIR / "problem").glob("*.yaml"))
 SMALL = ["problem.A=200", "T=30", "n_seeds=2", "progress=false"]
 SUMMARY_KEYS = {
@@ -151,8 +153,8 @@ def test_every_algorithm_config_composes_with_the_registry_defaults(algorithm):
     assert cfg.algorithm.name == algorithm and algorithm in REGISTRY
     params = {k: v for k, v in cfg.algorithm.items() if k != "name"}
     assert params == REGISTRY[algorithm].defaults  # same keys and values as the runner's registry
-    if "lam" in params:  # PROTOCOLS §9
-        assert (params["lam"], params["F"], params["delta"], params["beta"]) == (0.2, 20, None, "code")
+    if "lam" in params:  # PROTOCOLS §9 (S-BPE has no beta mode: its width is Thm 3.5's)
+        assert (params["lam"], params["F"], params["delta"], params.get("beta", "code")) == (0.2, 20, None, "code")
 
 
 def test_registry_has_a_config_for_every_algorithm():

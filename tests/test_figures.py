@@ -37,6 +37,7 @@ def load_module(path: Path):
 
 reproduce = load_module(SCRIPTS / "reproduce.py")
 bkb_fig1 = load_module(REPO / "experiments" / "bkb_fig1.py")
+coverage = load_module(REPO / "experiments" / "coverage.py")
 
 
 def run_script(*args, timeout=300) -> subprocess.CompletedProcess:
@@ -54,7 +55,8 @@ def check_figure(out_dir: Path, name: str) -> None:
 
 def test_experiment_specs_are_valid_and_every_key_is_commented():
     specs = reproduce.load_specs()
-    assert set(specs) == {"bbkb_fig1", "bbkb_fig2", "bkb_fig1", "bbkb_sweep"}
+    assert set(specs) == {"bbkb_fig1", "bbkb_fig2", "bkb_fig1", "bbkb_sweep", "gssbo_fig2", "gssbo_fig3",
+                          "gssbo_fig4", "gssbo_fig7", "sbpe", "coverage"}
     for spec in specs.values():
         assert (REPO / shlex.split(spec["plot"])[0]).is_file()
     key_line = re.compile(r"^\s*(- )?[A-Za-z_][\w]*:")
@@ -87,7 +89,10 @@ def test_every_experiment_run_composes_and_has_valid_hyperparameters():
                     if scale == "quick":
                         assert cfg.T <= 500 and cfg.n_seeds <= 3, overrides
                     else:
-                        assert cfg.n_seeds == 10 and cfg.T in (2000, 10000), overrides
+                        if spec["name"].startswith("gssbo"):  # GSSBO §6.1: 1000 iterations, 50 repetitions
+                            assert cfg.n_seeds == 50 and cfg.T == 1000, overrides
+                        else:
+                            assert cfg.n_seeds == 10 and cfg.T in (2000, 10000), overrides
                     n += 1
     assert n > 20
 
@@ -98,11 +103,15 @@ def test_dry_run_lists_every_run_once_then_every_plot(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     runs = [line for line in lines if " -m sketchbo -m " in line]
-    assert len(runs) == 5 and all("progress=false" in line for line in runs)
+    assert len(runs) == 10 and all("progress=false" in line for line in runs)
     fig1_dir = tmp_path / "r" / "quick" / "bbkb_fig1"
     assert sum(f"hydra.sweep.dir={fig1_dir}" in line for line in runs) == 2  # Fig. 2 adds no runs
-    assert [Path(shlex.split(line)[1]).name for line in lines[len(runs) + 1:]] == [
-        "plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py"]
+    gssbo2_dir = tmp_path / "r" / "quick" / "gssbo_fig2"
+    assert sum(f"hydra.sweep.dir={gssbo2_dir}" in line for line in runs) == 3  # Fig. 3 adds no runs
+    plot_lines = [line for line in lines if Path(shlex.split(line)[1]).name.startswith("plot_")]
+    assert [Path(shlex.split(line)[1]).name for line in plot_lines] == [
+        "plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py", "plot_coverage.py",
+        "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py", "plot_gssbo_fig7.py", "plot_sbpe.py"]
     bad = run_script(SCRIPTS / "reproduce.py", "quick", "--only", "nope", "--dry-run")
     assert bad.returncode == 2 and "unknown figure" in bad.stderr
 
@@ -176,6 +185,7 @@ def tiny_results(tmp_path_factory):
     ("plot_bbkb_fig1.py", "fig1", "bbkb_fig1", ()),
     ("plot_bbkb_fig2.py", "fig1", "bbkb_fig2", ()),
     ("plot_sweep.py", "sweep", "bbkb_sweep", ("--reference", "qbar=2", "C=2", "lam=0.05")),
+    ("plot_sbpe.py", "fig1", "sbpe", ()),
 ])
 def test_plot_script_on_tiny_results_writes_png_and_pdf(tiny_results, tmp_path, script, results, name, extra):
     proc = run_script(SCRIPTS / script, "--results", tiny_results / results, "--out", tmp_path, *extra)
@@ -184,7 +194,9 @@ def test_plot_script_on_tiny_results_writes_png_and_pdf(tiny_results, tmp_path, 
     assert f"wrote {tmp_path / name}.png" in proc.stdout
 
 
-@pytest.mark.parametrize("script", ["plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py"])
+@pytest.mark.parametrize("script", ["plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py",
+                                    "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py",
+                                    "plot_gssbo_fig7.py", "plot_sbpe.py", "plot_coverage.py"])
 def test_plot_script_without_results_fails_clearly(tmp_path, script):
     proc = run_script(SCRIPTS / script, "--results", tmp_path / "missing", "--out", tmp_path)
     assert proc.returncode == 2 and f"{script}: error:" in proc.stderr and "missing" in proc.stderr
@@ -239,6 +251,24 @@ def test_bkb_fig1_dtc_equals_the_nystrom_engine_where_it_is_well_conditioned():
     np.testing.assert_allclose(sor, lam * np.einsum("am,mn,an->a", Z, np.asarray(post.Vinv), Z), atol=1e-9)
 
 
+# ------------------------------------------------------------------------------------ coverage figure
+
+def test_coverage_data_and_plot(tmp_path):
+    data = tmp_path / "data"
+    args = ["--out", str(data), "--n-arms", "40", "--n-obs", "20", "--n-trials", "8", "--deltas", "0.5", "0.1"]
+    assert coverage.main(args) == data / "coverage.npz"
+    with np.load(data / "coverage.npz") as npz:
+        d = {k: npz[k] for k in npz.files}
+    for key in coverage.METHODS:
+        assert d[key].shape == (8, 2) and np.all((d[key] >= 0) & (d[key] <= 1)), key
+    assert d["all_arms"].shape == (8, 2) and list(d["deltas"]) == [0.5, 0.1]
+    again = run_script(REPO / "experiments" / "coverage.py", *args)
+    assert again.returncode == 0 and "skipping" in again.stdout
+    proc = run_script(SCRIPTS / "plot_coverage.py", "--results", data, "--out", tmp_path / "fig")
+    assert proc.returncode == 0, proc.stderr
+    check_figure(tmp_path / "fig", "coverage")
+
+
 # ------------------------------------------------------------------------------ the quick set, end to end
 
 def local_data_dir() -> Path | None:
@@ -259,7 +289,8 @@ def test_quick_reproduction_set_runs_end_to_end_and_resumes(tmp_path):
     proc = subprocess.run(["bash", SCRIPTS / "reproduce.sh", *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    for name in ("bbkb_fig1", "bbkb_fig2", "bbkb_sweep", "bkb_fig1"):
+    for name in ("bbkb_fig1", "bbkb_fig2", "bbkb_sweep", "bkb_fig1", "gssbo_fig2", "gssbo_fig3", "gssbo_fig4",
+                 "gssbo_fig7", "sbpe", "coverage"):
         check_figure(tmp_path / "figures" / "quick", name)
     fig1 = plots.load_results(tmp_path / "results" / "quick" / "bbkb_fig1")
     assert {(r.problem, r.algorithm) for r in fig1} == {

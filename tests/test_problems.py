@@ -279,7 +279,8 @@ def test_linear_problem():
 
 
 def test_registry_and_errors():
-    assert set(PROBLEMS) == {"gp_sample", "linear", "abalone", "cadata"}
+    assert set(PROBLEMS) == {"gp_sample", "linear", "abalone", "cadata", "eggholder2", "hartmann6", "levy20",
+                             "powell50", "rastrigin100", "diabetes"}
     with pytest.raises(ValueError) as info:
         make_problem("branin")
     assert "problem='branin'" in str(info.value) and "gp_sample" in str(info.value)

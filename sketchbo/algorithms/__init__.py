@@ -8,6 +8,11 @@
 | ``bbkb``     | Calandriello et al., ICML 2020, Alg. 1  | Nyström      | ``bbkb_global_rule``                 |
 | ``bbkb_local`` | public code's ``Local_Batch_BKB``     | Nyström      | ``bbkb_local_rule``                  |
 | ``eps_greedy`` | baseline of BBKB Fig. 1               | none         | ``sequential_rule``                  |
+| ``sbpe``     | Vakili et al., ICML 2022, App. B, Alg. 1 | Nyström (SVGP) | own schedule N_i = ceil(sqrt(T N_{i-1})) |
+
+Continuous domains ([0, 1]^d, GSSBO, Wei et al. 2025) have their own registry, :data:`BO_ALGORITHMS`, run
+by :func:`sketchbo.continuous.run` (``subset_bo.py``): ``std_gp_ucb``, ``gssbo``, ``rssbo``, ``kmeans_pp``,
+``lr_first_m``, ``sparse_gp``, ``mini_gp_ucb``.
 """
 from __future__ import annotations
 
@@ -17,7 +22,9 @@ from sketchbo.algorithms.batch_rules import BATCH_RULES
 from sketchbo.algorithms.common import Algorithm, ArmSet, Params, Static
 from sketchbo.algorithms.eps_greedy import make_eps_greedy
 from sketchbo.algorithms.exact_ucb import make_exact_ucb
+from sketchbo.algorithms.sbpe import make_sbpe
 from sketchbo.algorithms.sparse_ucb import make_sparse_ucb
+from sketchbo.algorithms.subset_bo import BOParams, BOStatic, make_subset_bo
 
 
 class AlgorithmSpec(NamedTuple):
@@ -49,6 +56,35 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
                                 {**_SPARSE, "C": 2.0, "beta_family": "bbkb"}, "bbkb_local"),
     "eps_greedy": AlgorithmSpec("eps_greedy", "eps-greedy on empirical means", "none", False,
                                 {"eps": 0.1}, "sequential"),
+    # S-BPE: lam = tau^2, F = C_k, xi = R of Thm 3.5; qbar = Alg. 2's RLS oversampling (16 = the theory's)
+    "sbpe": AlgorithmSpec("sbpe", "S-BPE: batched pure exploration on SVGP statistics, elimination by Thm 3.5",
+                          "sbpe", True, {"lam": 0.2, "F": 20.0, "delta": None, "qbar": 1.0, "m_max": 64,
+                                         "u_max": 128}, "schedule"),
+}
+
+# Continuous domains (GSSBO's protocol, PROTOCOLS §9): n0 = 20 uniform initial points, beta_t = 0.2 d log(2t),
+# fit_steps Adam steps (lr_fit) of the log marginal likelihood per round, warm-started; the acquisition
+# maximiser's sizes (n_uniform, n_local, n_starts, acq_steps, lr_acq, local_scale) are our choices.
+_BO = {"n0": 20, "beta_c": 0.2, "fit_steps": 20, "lr_fit": 0.05, "n_uniform": 2048, "n_local": 512,
+       "n_starts": 4, "acq_steps": 25, "lr_acq": 0.01, "local_scale": 0.05}
+# M: subset size, or null for the dynamic rule with factor Z (subset_bo.dynamic_buffer_size; Z = 4 -> M = 102)
+_SUBSET = {**_BO, "M": None, "Z": 4.0, "n_overhead": 70.0}
+
+BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
+    "std_gp_ucb": AlgorithmSpec("std_gp_ucb", "Standard GP-UCB: exact GP on all samples", "continuous", False,
+                                dict(_BO), "sequential"),
+    "gssbo": AlgorithmSpec("gssbo", "GSSBO: exact GP on M samples chosen by gradient diversity", "continuous",
+                           False, {**_SUBSET, "sigma_d2": 0.01}, "sequential"),
+    "rssbo": AlgorithmSpec("rssbo", "RSSBO: exact GP on M samples, the rest chosen at random", "continuous",
+                           False, dict(_SUBSET), "sequential"),
+    "kmeans_pp": AlgorithmSpec("kmeans_pp", "exact GP on M samples chosen by k-means++ in the RKHS",
+                               "continuous", False, dict(_SUBSET), "sequential"),
+    "lr_first_m": AlgorithmSpec("lr_first_m", "LR-First m: Nyström (DTC) with the first m samples as landmarks",
+                                "continuous", False, {**_BO, "m": 100}, "sequential"),
+    "sparse_gp": AlgorithmSpec("sparse_gp", "SparseGP: DTC with m inducing points by greedy pivoted Cholesky",
+                               "continuous", False, {**_BO, "m": 50}, "sequential"),
+    "mini_gp_ucb": AlgorithmSpec("mini_gp_ucb", "mini-META GP-UCB: repeat x_h while 1 + n s~^2(x_h) <= C",
+                                 "continuous", True, {**_BO, "C": 2.0}, "sequential"),
 }
 
 _BATCH_RULE_NAMES = {"product": "product", "sum": "bbkb_global"}  # gp_bucb's ``batch_rule`` option
@@ -62,6 +98,8 @@ def rule_name(spec: AlgorithmSpec, hyper: dict) -> str:
 
 def build(spec: AlgorithmSpec, static: Static) -> Algorithm:
     """The algorithm's functions for a static config (``static.batch_rule`` names the rule)."""
+    if spec.engine == "sbpe":  # its batch schedule is fixed by T (not a BATCH_RULES rule)
+        return make_sbpe(static)
     rule = BATCH_RULES[static.batch_rule]
     if spec.engine == "sparse":
         return make_sparse_ucb(static, rule, sequential=not spec.batched)
@@ -70,4 +108,12 @@ def build(spec: AlgorithmSpec, static: Static) -> Algorithm:
     return make_eps_greedy(static)
 
 
-__all__ = ["ALGORITHMS", "AlgorithmSpec", "Algorithm", "ArmSet", "Params", "Static", "build", "rule_name"]
+def build_bo(spec: AlgorithmSpec, static: BOStatic) -> Algorithm:
+    """A continuous-domain algorithm's functions (``static.variant`` names it)."""
+    if spec.name not in BO_ALGORITHMS:
+        raise ValueError(f"algorithm={spec.name!r} is not a continuous-domain algorithm; choose one of "
+                         f"{sorted(BO_ALGORITHMS)}")
+    return make_subset_bo(static)
+
+
+__all__ = ["ALGORITHMS", "BO_ALGORITHMS", "BOParams", "BOStatic", "build_bo", "AlgorithmSpec", "Algorithm", "ArmSet", "Params", "Static", "build", "rule_name"]

@@ -17,6 +17,9 @@ Confidence widths (PROTOCOLS §1.2, §2), in the papers' lam-scaled variance uni
             alpha~ = C [2 xi sqrt(logdet + log(1/delta)) + (1 + sqrt 2) sqrt(lam) F]          (BBKB Thm 2)
   For the exact GP with batches of one, the code form's logdet is log det(I + K/lam) (chain rule), the
   GP-UCB width of PROTOCOLS §7. Sequential algorithms use C = 1 in these formulas.
+* mode ``vakili`` (either family, Nyström engine only) — Theorem 3.5 of Vakili et al. (ICML 2022) with the
+  current dictionary, union bound over the arms: beta = (2 sqrt(lam) + sqrt(lam_max)) F + xi sqrt(2 log(A/delta))
+  (:func:`beta_vakili`).
 """
 from __future__ import annotations
 
@@ -24,6 +27,8 @@ from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+
+from sketchbo.gp import sparse_bounds
 
 
 class Algorithm(NamedTuple):
@@ -69,7 +74,7 @@ class ArmSet(NamedTuple):
 
 
 BETA_FAMILIES = ("bkb", "bbkb")
-BETA_MODES = ("code", "paper")
+BETA_MODES = ("code", "paper", "vakili")  # vakili: Nyström engine only (Thm 3.5 of Vakili et al. 2022)
 
 
 def logdet_increment(mode: str, var_fb):
@@ -111,6 +116,19 @@ def beta_bbkb(mode: str, params: Params, logdet, c):
     if mode == "code":
         return root_lam_F + params.xi * jnp.sqrt(jnp.maximum(c * logdet + log_inv_delta, 0.0))
     return c * (2.0 * params.xi * jnp.sqrt(logdet + log_inv_delta) + (1.0 + jnp.sqrt(2.0)) * root_lam_F)
+
+
+def beta_vakili(params: Params, lam_max, n_arms):
+    """Theorem 3.5 of Vakili et al. (ICML 2022) in the lam-scaled units of the UCB (``beta: vakili``).
+
+    With C_k = F, R = xi, tau^2 = lam and the union bound over the n_arms arms (delta / |X|):
+    f(x) in mu~ +- beta_V sigma-bar with sigma-bar = sqrt(lam) s~, so the width multiplying s~ is
+    sqrt(lam) beta_V = (2 sqrt(lam) + sqrt(lam_max)) F + xi sqrt(2 log(|X| / delta)), lam_max being that of
+    the pulled arms against the current dictionary. (The theorem assumes points chosen independently of the
+    noise, which UCB does not satisfy; the mode applies the formula as a heuristic width, as BKB's code does.)
+    """
+    log_inv = sparse_bounds.log_inv_delta_finite(params.delta, n_arms)
+    return jnp.sqrt(params.lam) * sparse_bounds.beta(lam_max, jnp.sqrt(params.lam), params.F, params.xi, log_inv)
 
 
 def first_argmax(u):

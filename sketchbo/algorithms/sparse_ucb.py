@@ -22,10 +22,10 @@ import jax.numpy as jnp
 
 from sketchbo.algorithms.batch_rules import BatchRule
 from sketchbo.algorithms.common import (
-    Algorithm, Params, Static, UCBTable, batch_feedback, beta_bbkb, beta_bkb, block_size, lazy_argmax,
+    Algorithm, Params, Static, UCBTable, batch_feedback, beta_bbkb, beta_bkb, beta_vakili, block_size, lazy_argmax,
     ucb_table,
 )
-from sketchbo.gp import nystrom
+from sketchbo.gp import nystrom, sparse_bounds
 from sketchbo.kernels import get_kernel
 
 
@@ -125,7 +125,10 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
         p_idx, p_mask, n_unique = nystrom.pulled_list(state.counts, static.u_max)
         post = nystrom.posterior(kernel, params.kernel, state.arms, state.kdiag, idx, mask, p_idx, p_mask,
                                  state.counts, state.ysum, params.lam)
-        if static.beta_family == "bkb":
+        if static.beta_mode == "vakili":  # Thm 3.5 with lambda_max of the pulled arms against the new dictionary
+            beta = beta_vakili(params, sparse_bounds.lambda_max(kernel, params.kernel, state.arms, post.W, idx, mask,
+                                                                p_idx, p_mask, state.counts), state.arms.shape[0])
+        elif static.beta_family == "bkb":
             beta = beta_bkb(static.beta_mode, params, jnp.sum(state.counts),
                             jnp.sum(state.counts * post.var), jnp.max(state.kdiag))
         else:

@@ -4,16 +4,22 @@
 
 * ``gp_sample``: f drawn from an rbf GP on uniform arms in [-1, 1]^d (embedded default, no download);
 * ``linear``: the authors' BBKB code example, f(x) = x^T w* with Gaussian arms and weights;
-* ``abalone`` / ``cadata``: the dataset bandits of the BBKB paper (rows = arms, d = 8).
+* ``abalone`` / ``cadata``: the dataset bandits of the BBKB paper (rows = arms, d = 8);
+* ``eggholder2`` / ``hartmann6`` / ``levy20`` / ``powell50`` / ``rastrigin100``: the continuous test
+  functions of GSSBO on [0, 1]^d (``continuous.py``);
+* ``diabetes``: GSSBO's MLP-tuning task on the Pima Indians data, [0, 1]^4 (``diabetes.py``).
 
-Every factory returns a :class:`Problem` validated by :func:`check_problem`.
+Finite factories return a :class:`Problem` validated by :func:`check_problem`; continuous ones a
+:class:`ContinuousProblem`.
 """
 from __future__ import annotations
 
 import inspect
 
 from sketchbo.problems.base import Problem, check_problem
+from sketchbo.problems.continuous import CONTINUOUS_PROBLEMS, ContinuousProblem
 from sketchbo.problems.datasets import abalone, cadata, find_data_file
+from sketchbo.problems.diabetes import diabetes
 from sketchbo.problems.synthetic import gp_sample, linear
 
 PROBLEMS = {
@@ -21,6 +27,8 @@ PROBLEMS = {
     "linear": linear,
     "abalone": abalone,
     "cadata": cadata,
+    **CONTINUOUS_PROBLEMS,
+    "diabetes": diabetes,
 }
 
 
@@ -37,10 +45,13 @@ def make_problem(name: str, **kwargs) -> Problem:
     unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
         raise ValueError(f"problem {name!r} has no parameter(s) {unknown}; it takes {allowed}")
-    return check_problem(factory(**kwargs))
+    problem = factory(**kwargs)
+    return problem if isinstance(problem, ContinuousProblem) else check_problem(problem)
 
 
 __all__ = [
+    "CONTINUOUS_PROBLEMS",
+    "ContinuousProblem",
     "PROBLEMS",
     "Problem",
     "abalone",

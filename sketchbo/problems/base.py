@@ -20,10 +20,23 @@ class Problem(NamedTuple):
     kernel: dict  # default kernel for this problem
 
 
+def _numeric(name: str, value) -> np.ndarray:
+    """``value`` as a float64 array; ValueError naming the field when it is not numeric."""
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError):  # ragged nested lists
+        raw = np.asarray(None)
+    if raw.dtype.kind not in "biuf":  # strings, complex numbers, objects (booleans count as 0 / 1)
+        raise ValueError(f"{name} must be a real-valued numeric array; got dtype {raw.dtype}")
+    return raw.astype(np.float64)
+
+
 def check_problem(problem: Problem) -> Problem:
     """Validate shapes and finiteness; raise ValueError naming the field."""
-    arms = np.asarray(problem.arms, dtype=np.float64)
-    f = np.asarray(problem.f, dtype=np.float64)
+    if not isinstance(problem, Problem):
+        raise ValueError(f"problem must be a sketchbo Problem (see sketchbo.problems.make_problem); "
+                         f"got {type(problem).__name__}")
+    arms, f = _numeric("problem.arms", problem.arms), _numeric("problem.f", problem.f)
     if arms.ndim != 2 or arms.shape[0] < 1 or arms.shape[1] < 1:
         raise ValueError(f"problem.arms has shape {arms.shape}; expected (A, d) with A >= 1, d >= 1")
     if f.shape != (arms.shape[0],):
@@ -34,6 +47,8 @@ def check_problem(problem: Problem) -> Problem:
     if not np.all(np.isfinite(f)):
         bad = int(np.argwhere(~np.isfinite(f))[0, 0])
         raise ValueError(f"problem.f contains NaN or inf (first at arm {bad}); rewards must be finite")
-    if problem.noise_std is not None and not (np.isfinite(problem.noise_std) and problem.noise_std >= 0):
+    noise = problem.noise_std
+    if noise is not None and (isinstance(noise, (bool, np.bool_)) or not isinstance(noise, (int, float, np.number))
+                              or not (np.isfinite(noise) and noise >= 0)):
         raise ValueError(f"problem.noise_std={problem.noise_std!r}; it must be finite and >= 0 (or None)")
     return problem._replace(arms=arms, f=f)

@@ -33,11 +33,13 @@ from sketchbo.problems.synthetic import check_noise_std, check_positive, standar
 
 ABALONE_FILE = "abalone.data"
 CADATA_FILE = "cal_housing.data"
+PIMA_FILE = "pima-indians-diabetes.csv"  # the GSSBO diabetes task (problems/diabetes.py); no download source
 
 # Published checksums of the original files (shared/data/README.md).
 SHA256 = {
     ABALONE_FILE: "de37cdcdcaaa50c309d514f248f7c2302a5f1f88c168905eba23fe2fbc78449f",
     CADATA_FILE: "d3d8a1a722ae78f91134862727d27a70b1415e7d512a89140406248687f4b902",
+    PIMA_FILE: "f463aa68699b14a786355b886c0714d8d0fd2a6eb4e4678d1643057b5f693ecc",
 }
 
 # Public sources; tests point these at file:// URLs.
@@ -86,6 +88,8 @@ def cache_dir() -> Path:
 
 
 def _existing_dir(value, what: str) -> Path:
+    if not isinstance(value, (str, os.PathLike)):
+        raise ValueError(f"{what}={value!r} is invalid; it must be a directory path; {HOW_TO_PROVIDE}")
     path = Path(value).expanduser()
     if not path.is_dir():
         raise ValueError(f"{what}={str(value)!r} is not an existing directory; {HOW_TO_PROVIDE}")
@@ -131,12 +135,19 @@ def find_data_file(filename: str, data_dir=None, download: bool = True) -> Path:
     :data:`DATA_URLS` into :func:`cache_dir`; a failed download is a FileNotFoundError.
     """
     _check_known(filename)
+    if not isinstance(download, (bool, np.bool_)):
+        raise ValueError(f"download={download!r} is invalid; it must be true or false")
     dirs = search_dirs(data_dir)
     for directory in dirs:
         candidate = directory / filename
         if candidate.is_file():
             return verify_checksum(candidate, filename)
     searched = ", ".join(repr(str(d)) for d in dirs)
+    if download and filename not in DATA_URLS:
+        raise FileNotFoundError(
+            f"data file {filename!r} was not found in any of [{searched}] and no public download source of "
+            f"this exact file is known; {HOW_TO_PROVIDE}"
+        )
     if not download:
         raise FileNotFoundError(
             f"data file {filename!r} was not found in any of [{searched}] and download=False; "
@@ -238,13 +249,22 @@ def _abalone_row(line: str, lineno: int, path: Path) -> list[float]:
             f"data file {str(path)!r} line {lineno}: sex {fields[0]!r} is not one of "
             f"{sorted(ABALONE_SEX_CODES)}"
         )
-    return [ABALONE_SEX_CODES[fields[0]]] + [float(v) for v in fields[1:]]
+    try:
+        if len(fields) != 9:
+            raise ValueError
+        return [ABALONE_SEX_CODES[fields[0]]] + [float(v) for v in fields[1:]]
+    except ValueError:
+        raise ValueError(f"data file {str(path)!r} line {lineno}: {line[:80]!r} is not the sex and 8 numbers") from None
 
 
 def load_abalone_raw(data_dir=None, download: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Unscaled Abalone features (4177, 8) with sex M=1, F=2, I=3, and the rings target (4177,)."""
     path = find_data_file(ABALONE_FILE, data_dir, download)
-    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    try:
+        text = path.read_text(encoding="ascii")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"data file {str(path)!r} is not a text file ({err})") from None
+    lines = [line for line in text.splitlines() if line.strip()]
     rows = np.array([_abalone_row(line, i + 1, path) for i, line in enumerate(lines)], dtype=np.float64)
     rows = _check_columns(rows, path, 9)
     return rows[:, :-1], rows[:, -1]
@@ -253,7 +273,11 @@ def load_abalone_raw(data_dir=None, download: bool = True) -> tuple[np.ndarray, 
 def load_cadata_raw(data_dir=None, download: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Unscaled California-housing features (20640, 8) and the medianHouseValue target (20640,)."""
     path = find_data_file(CADATA_FILE, data_dir, download)
-    rows = _check_columns(np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2), path, 9)
+    try:
+        rows = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
+    except ValueError as err:
+        raise ValueError(f"data file {str(path)!r} is not a table of numbers ({err})") from None
+    rows = _check_columns(rows, path, 9)
     return rows[:, :-1], rows[:, -1]
 
 

@@ -1,0 +1,110 @@
+"""Benchmark of GSSBO's speed claim (Wei et al. 2025, Fig. 3): cumulative time at N evaluations.
+
+GSSBO, RSSBO, SparseGP and Standard GP-UCB on Hartmann6 and Powell50, measured in the same process, one
+after another, each with its registry defaults (n0 = 20, Z = 4, beta_t = 0.2 d log(2t), PROTOCOLS §9).
+Reported per run: execution time (the sum of the round times, compilation excluded, per seed), compile
+time, the final cumulative regret R_N and the best regret min_t (f(x_t) - f_min), and both ratios to
+Standard GP-UCB. The paper's number: GSSBO's time ≈ 10% of GP-UCB's; our target: GSSBO ≤ 10% of our own
+GP-UCB's time with R_N within 20% of GP-UCB's on Hartmann6.
+
+    python scripts/bench_gssbo.py                  # N = 1000 (long on a CPU: the exact GP is O(N^3) per step)
+    python scripts/bench_gssbo.py --quick          # N = 100, seconds per run after compilation
+    python scripts/bench_gssbo.py --N 400 --seeds 2 --out results/bench_gssbo_400.json
+
+Prints a table and writes the JSON (``--out``, default ``results/bench_gssbo.json``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import numpy as np  # noqa: E402
+
+from sketchbo import continuous, tracking  # noqa: E402
+from sketchbo.algorithms import BO_ALGORITHMS  # noqa: E402
+from sketchbo.problems import CONTINUOUS_PROBLEMS, make_problem  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+ALGORITHMS = ("gssbo", "rssbo", "sparse_gp", "std_gp_ucb")
+PROBLEMS = ("hartmann6", "powell50")
+REFERENCE = "std_gp_ucb"
+
+
+def measure(algorithm: str, problem, N: int, seeds: int, progress: bool) -> dict:
+    res = continuous.run(algorithm, problem, T=N, n_seeds=seeds, progress=progress)
+    per_seed = 1.0 / seeds if res.device.startswith("cpu") else 1.0  # lax.map on CPU: seeds one after another
+    regret = np.asarray(res.traces["instant_regret"])
+    return {
+        "algorithm": algorithm, "problem": problem.name, "N": N, "n_seeds": seeds,
+        "exec_time_s": float(np.sum(res.round_time_s) * per_seed),
+        "compile_time_s": float(res.compile_time_s), "wall_time_s": float(res.wall_time_s),
+        "cumulative_regret": float(np.mean(res.cumulative_regret)),
+        "cumulative_regret_std": float(np.std(res.cumulative_regret)),
+        "best_regret": float(np.mean(regret.min(axis=1))),
+        "model_rows": int(np.max(res.max_dict_size)),
+        "capacity_events": list(res.capacity_events), "device": res.device,
+    }
+
+
+def add_ratios(rows: list[dict]) -> None:
+    for row in rows:
+        ref = next((r for r in rows if r["problem"] == row["problem"] and r["algorithm"] == REFERENCE), None)
+        row["time_vs_gp_ucb"] = row["exec_time_s"] / ref["exec_time_s"] if ref else None
+        row["regret_vs_gp_ucb"] = row["cumulative_regret"] / ref["cumulative_regret"] if ref else None
+
+
+def table(rows: list[dict]) -> str:
+    header = ("problem", "algorithm", "N", "exec s", "compile s", "time/GP-UCB", "R_N mean ± std", "R_N/GP-UCB",
+              "best regret", "model rows")
+    cells = [header]
+    for r in rows:
+        def ratio(v):
+            return "-" if v is None else f"{v:.1%}"
+        cells.append((r["problem"], r["algorithm"], str(r["N"]), f"{r['exec_time_s']:.1f}", f"{r['compile_time_s']:.1f}",
+                      ratio(r["time_vs_gp_ucb"]), f"{r['cumulative_regret']:.1f} ± {r['cumulative_regret_std']:.1f}",
+                      ratio(r["regret_vs_gp_ucb"]), f"{r['best_regret']:.3g}", str(r["model_rows"])))
+    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--N", type=int, default=None, help="evaluations per run (default 1000; --quick: 100)")
+    parser.add_argument("--quick", action="store_true", help="N = 100")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds per run (default 1)")
+    parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=sorted(CONTINUOUS_PROBLEMS))
+    parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), choices=sorted(BO_ALGORITHMS))
+    parser.add_argument("--out", type=Path, default=REPO / "results" / "bench_gssbo.json", help="JSON file written")
+    parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    args = parser.parse_args(argv)
+    N = args.N if args.N is not None else (100 if args.quick else 1000)
+    if N < 21 or args.seeds < 1:
+        parser.error(f"--N={N} must be > 20 (the initial design) and --seeds={args.seeds} >= 1")
+    t0 = time.perf_counter()
+    rows = []
+    for name in args.problems:
+        problem = make_problem(name)
+        for algorithm in args.algorithms:
+            rows.append(measure(algorithm, problem, N, args.seeds, not args.no_progress))
+            print(f"{name} {algorithm}: {rows[-1]['exec_time_s']:.1f} s", file=sys.stderr, flush=True)
+    add_ratios(rows)
+    report = {"N": N, "seeds": args.seeds, "rows": rows, "total_wall_s": time.perf_counter() - t0,
+              "device": rows[0]["device"] if rows else "", "host": platform.node(), "jax": jax.__version__}
+    print(table(rows))
+    tracking.atomic_write_json(args.out, report)
+    print(f"wrote {args.out}")
+    return report
+
+
+if __name__ == "__main__":
+    main()

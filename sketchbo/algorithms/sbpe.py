@@ -1,0 +1,153 @@
+"""S-BPE: Sparse Batched Pure Exploration (Vakili, Scarlett, Shiu, Bernacchia, ICML 2022, App. B, Alg. 1).
+
+The horizon N = T is cut into batches of lengths N_i = ceil(sqrt(N N_{i-1})), N_0 = 1 (Alg. 1, L3; a static
+table, the last batch truncated at T). Inside batch i the algorithm explores the active set X_i by maximum
+sparse variance, x = argmax_{x in X_i} sigma-bar_{j-1,i}(x) (L8), where sigma-bar_{j-1,i} uses only the
+j - 1 points already chosen in this batch and no reward (Remark 5.1); its inducing points are redrawn before
+every choice by recursive ridge-leverage-score sampling (L6; :func:`sketchbo.gp.rls.recursive_rls`, Musco &
+Musco 2016 Alg. 2) with confidence delta_j = 3 delta / (pi^2 B j^2) (Thm 5.2). At the batch end the batch's
+rewards arrive (``update``) and ``resparsify`` computes mu-bar_{N_i,i}, sigma-bar_{N_i,i} from the batch's
+points and rewards only (L16; inducing points by recursive RLS on the whole batch) and eliminates (L17):
+
+    X_{i+1} = {x in X_i : u_i(x) >= max_{x' in X_i} l_i(x')},   u_i, l_i = mu-bar +- beta(delta/(4B|X|)) sigma-bar
+                                                                                                  (Eq. (13))
+
+with Theorem 3.5's beta (``sparse_bounds.beta``) evaluated with the measured lambda_max of the batch's
+points against the inducing points (<= tau^2 when RLS succeeds, Lemma 3.8, giving the paper's 3 C_k), C_k =
+F, R = xi, tau^2 = lam. Ties of the maximum variance (the first choice of a batch: the prior variance is
+flat) are broken uniformly at random.
+
+RLS constants: q-bar is Alg. 2's oversampling constant c_os (L6) and the base-case size is 12 q-bar log(1/delta)
+(L1), so q-bar = 16 gives Alg. 2's constants (16 and 192) and smaller values scale both down (the theory's
+constants keep every point of a batch shorter than ~200 log(1/delta), i.e. the exact GP, on small problems).
+
+Costs per selection: one recursive RLS over the batch's unique points (``rls.n_levels(u_max)`` posteriors of
+O(u_max m_max^2 + m_max^3)) and one sparse posterior of all A arms (O(A m_max^2)); per batch one
+(u_max x u_max) eigenvalue problem for lambda_max. The dictionary capacity m_max and the list of the batch's
+unique arms u_max overflow like BKB's and are grown by the runner.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from sketchbo.algorithms.common import Algorithm, Params, Static, first_argmax
+from sketchbo.gp import nystrom, rls, sparse_bounds
+from sketchbo.kernels import get_kernel
+
+BASE_PER_QBAR = 12.0  # Alg. 2, L1 base size c_base = 12 q-bar log(1/delta) (192 at q-bar = 16)
+
+
+def batch_lengths(T: int) -> tuple[int, ...]:
+    """N_i = ceil(sqrt(T N_{i-1})), N_0 = 1, until the lengths cover T (Alg. 1, L3); the last is cut at T."""
+    lengths, total, prev = [], 0, 1
+    while total < T:
+        n = min(math.ceil(math.sqrt(T * prev)), T - total)
+        lengths.append(n)
+        total += n
+        prev = math.ceil(math.sqrt(T * prev))
+    return tuple(lengths)
+
+
+class SBPEState(NamedTuple):
+    arms: jax.Array  # (A, d) arm matrix
+    kdiag: jax.Array  # (A,) k(x, x)
+    active: jax.Array  # (A,) bool, the set X_i of potential maximisers
+    batch_counts: jax.Array  # (A,) float, pulls of the current batch (chosen, feedback pending or arrived)
+    batch_ysum: jax.Array  # (A,) summed rewards of the current batch (after ``update``)
+    batch: jax.Array  # () int32 index i - 1 of the current batch
+    batch_t: jax.Array  # () int32 pulls chosen in the current batch (j - 1 before the j-th choice)
+    dict_wanted: jax.Array  # () int32 largest inducing set an in-batch RLS wanted (capacity check, reset per batch)
+    batch_open: jax.Array  # () bool, the current batch continues
+    t: jax.Array  # () int32 pulls chosen so far
+
+
+def make_sbpe(static: Static) -> Algorithm:
+    """Factory of S-BPE for a static config (``static.T`` fixes the batch schedule)."""
+    kernel = get_kernel(static.kernel)
+    m_max, u_max = static.m_max, static.u_max
+    lengths = batch_lengths(static.T)
+    n_batches = len(lengths)  # B of Eq. (13) and Thm 5.2
+    levels = rls.n_levels(u_max)
+
+    def _inducing(key, state, params: Params, j):
+        """Alg. 1, L6: recursive RLS on the batch's points with delta_j = 3 delta / (pi^2 B j^2) (Thm 5.2)."""
+        p_idx, p_mask, n_unique = nystrom.pulled_list(state.batch_counts, u_max)
+        delta_j = 3.0 * params.delta / (jnp.pi ** 2 * n_batches * jnp.maximum(j, 1) ** 2)
+        sample = rls.recursive_rls(key, kernel, params.kernel, state.arms, state.kdiag, p_idx, p_mask,
+                                   state.batch_counts, params.lam, delta_j, m_max, levels,
+                                   c_base=BASE_PER_QBAR * params.qbar, c_os=params.qbar)
+        return sample, p_idx, p_mask, n_unique
+
+    def init(key, problem, params: Params) -> SBPEState:
+        del key  # the first choice is random through select's tie-breaking
+        arms = problem.arms
+        A = arms.shape[0]
+        dt = arms.dtype
+        return SBPEState(
+            arms=arms, kdiag=kernel.diag(params.kernel, arms), active=jnp.ones((A,), bool),
+            batch_counts=jnp.zeros((A,), dt), batch_ysum=jnp.zeros((A,), dt), batch=jnp.zeros((), jnp.int32),
+            batch_t=jnp.zeros((), jnp.int32), dict_wanted=jnp.zeros((), jnp.int32), batch_open=jnp.asarray(True),
+            t=jnp.zeros((), jnp.int32),
+        )
+
+    def select(key, state: SBPEState, params: Params):
+        k_rls, k_tie = jax.random.split(key)
+        sample, p_idx, p_mask, _ = _inducing(k_rls, state, params, state.batch_t)
+        post = nystrom.posterior(kernel, params.kernel, state.arms, state.kdiag, sample.idx, sample.mask, p_idx,
+                                 p_mask, state.batch_counts, jnp.zeros_like(state.batch_ysum), params.lam)  # L7
+        var = jnp.where(state.active, post.var, -1.0)  # lam-scaled sigma-bar^2 / tau^2: same argmax (L8)
+        top = var >= jnp.max(var) * (1.0 - 1e-12)
+        noise = jax.random.uniform(k_tie, var.shape, dtype=var.dtype)
+        q = first_argmax(jnp.where(top & state.active, noise, -1.0)).astype(jnp.int32)  # uniform among ties
+        batch_t = state.batch_t + 1
+        n_i = jnp.asarray(lengths, jnp.int32)[jnp.minimum(state.batch, n_batches - 1)]
+        new = state._replace(
+            batch_counts=state.batch_counts.at[q].add(1.0), batch_t=batch_t,
+            dict_wanted=jnp.maximum(state.dict_wanted, sample.wanted), batch_open=batch_t < n_i, t=state.t + 1,
+        )
+        return q, new, {"dict_size": jnp.sum(sample.mask).astype(jnp.int32)}
+
+    def update(state: SBPEState, queries, ys, params: Params):
+        """Alg. 1, L14: the batch's rewards (its pulls were counted when chosen)."""
+        valid = queries >= 0
+        qi = jnp.where(valid, queries, 0)
+        return state._replace(batch_ysum=state.batch_ysum.at[qi].add(jnp.where(valid, ys, 0.0))), {}
+
+    def resparsify(key, state: SBPEState, params: Params):
+        """Alg. 1, L16–17: statistics of the finished batch, elimination with Eq. (13), a new empty batch."""
+        sample, p_idx, p_mask, n_unique = _inducing(key, state, params, state.batch_t)
+        stats = sparse_bounds.svgp_statistics(kernel, params.kernel, state.arms, state.kdiag, sample.idx,
+                                              sample.mask, p_idx, p_mask, state.batch_counts, state.batch_ysum,
+                                              params.lam)
+        lam_max = sparse_bounds.lambda_max(kernel, params.kernel, state.arms, stats.post.W, sample.idx,
+                                           sample.mask, p_idx, p_mask, state.batch_counts)
+        A = state.arms.shape[0]
+        log_inv = jnp.log(4.0 * n_batches * A / params.delta)  # beta(delta / (4 B |X|)), Eq. (13)
+        beta = sparse_bounds.beta(lam_max, jnp.sqrt(params.lam), params.F, params.xi, log_inv)
+        width = beta * jnp.sqrt(stats.var)
+        upper, lower = stats.mean + width, stats.mean - width
+        best_lower = jnp.max(jnp.where(state.active, lower, -jnp.inf))
+        active = state.active & (upper >= best_lower)  # L17
+        wanted = jnp.maximum(state.dict_wanted, sample.wanted)
+        dt = state.batch_ysum.dtype
+        new = state._replace(
+            active=active, batch_counts=jnp.zeros((A,), dt), batch_ysum=jnp.zeros((A,), dt),
+            batch=state.batch + 1, batch_t=jnp.zeros((), jnp.int32), dict_wanted=jnp.zeros((), jnp.int32),
+            batch_open=jnp.asarray(True),
+        )
+        info = {
+            "dict_size": jnp.sum(sample.mask).astype(jnp.int32), "dict_wanted": wanted,
+            "pulled_wanted": n_unique.astype(jnp.int32), "overflow": (wanted > m_max) | (n_unique > u_max),
+            "rank": stats.post.rank.astype(jnp.int32), "max_clamp": stats.post.max_clamp,
+            "beta": beta, "lam_max": lam_max, "n_active": jnp.sum(active).astype(jnp.int32),
+        }
+        return new, info
+
+    return Algorithm(init, select, update, resparsify)
+
+
+__all__ = ["SBPEState", "make_sbpe", "batch_lengths"]

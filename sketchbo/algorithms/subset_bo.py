@@ -1,0 +1,277 @@
+"""GP-UCB on continuous domains with a GP fitted on a subset of the samples: GSSBO and the baselines of its
+figures (Wei et al. 2025, "Gradient-based Sample Selection for Faster Bayesian Optimization", Alg. 1, §6).
+
+One factory, seven variants (``VARIANTS``), differing in which rows of the data buffer D the GP sees and in
+the posterior engine:
+
+| name          | subset of D (``sketchbo.gp.subset``)                      | engine            |
+|---------------|-----------------------------------------------------------|-------------------|
+| ``std_gp_ucb``  | all samples ("Standard GP-UCB", Srinivas et al. 2010)     | exact GP          |
+| ``gssbo``       | n0 initial + newest + greedy gradient diversity (Eq. 1)   | exact GP on M     |
+| ``rssbo``       | n0 initial + newest + uniformly random                    | exact GP on M     |
+| ``kmeans_pp``   | n0 initial + newest + k-means++ in the RKHS               | exact GP on M     |
+| ``lr_first_m``  | the first m samples as Nyström landmarks                  | Nyström (DTC), all D |
+| ``sparse_gp``   | m inducing points by greedy pivoted Cholesky (IVM-style)  | Nyström (DTC), all D |
+| ``mini_gp_ucb`` | unique points with counts; a point is repeated while      | exact GP on unique |
+|               | 1 + n s~^2(x_h) <= C (BBKB's sum rule, PROTOCOLS §3)      | points            |
+
+Subsets of GSSBO, RSSBO and k-means++ hold M rows once |D| > M; before that the GP uses all of D (Alg. 1,
+L17). M is fixed (``M``) or set by the dynamic rule with factor Z (:func:`dynamic_buffer_size`).
+
+The round structure of the runner (DESIGN §2) carries over: ``select`` returns the planned query (a point
+of the uniform initial design for t < n0), ``update`` appends the batch to D, and ``resparsify`` does the
+expensive work once per round — choose the subset (Alg. 1 L12-14), fit the hyperparameters by maximum
+likelihood (warm start; ``sketchbo.gp.hyper``), and maximise UCB(x) = mu(x) + sqrt(beta_t) sigma(x) with
+beta_t = beta_c d log(2t) (PROTOCOLS §9) inside the box (``sketchbo.acquisition``) to plan the next query.
+Nyström variants fit their hyperparameters on the landmark rows and share the BKB engine
+(``sketchbo.gp.nystrom``) with noise variance lam = s2 (variances in its lam-scaled units, rescaled here).
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from sketchbo import acquisition
+from sketchbo.algorithms.common import Algorithm
+from sketchbo.gp import hyper, nystrom, subset
+from sketchbo.kernels import get_kernel
+
+MATERN = get_kernel("matern52")
+
+# name -> (subset selection, engine, repeat points)
+VARIANTS = {
+    "std_gp_ucb": ("all", "exact", False),
+    "gssbo": ("gradient", "exact", False),
+    "rssbo": ("random", "exact", False),
+    "kmeans_pp": ("kmeanspp", "exact", False),
+    "lr_first_m": ("first", "nystrom", False),
+    "sparse_gp": ("pivoted", "nystrom", False),
+    "mini_gp_ucb": ("all", "exact", True),
+}
+
+
+class BOStatic(NamedTuple):
+    """Static configuration of a continuous-domain algorithm (shapes, capacities, discrete choices)."""
+
+    variant: str  # key of VARIANTS
+    d: int  # dimension of the unit cube
+    T: int  # evaluations per run
+    cap: int  # capacity of the data buffer D (rows), grown by the runner
+    n0: int  # uniform initial design
+    M: int  # subset size (exact engines) or number of landmarks m (Nyström)
+    fit_steps: int  # Adam steps of the hyperparameter fit per round
+    acq: acquisition.AcqStatic  # sizes of the acquisition maximiser
+    n_incumbents: int = 5  # best observed points whose perturbations are candidates
+
+
+class BOParams(NamedTuple):
+    """Float hyperparameters (() arrays)."""
+
+    beta_c: jax.Array  # beta_t = beta_c d log(2t)
+    sigma_d2: jax.Array  # GSSBO gradient-perturbation variance sigma_d^2
+    C: jax.Array  # mini-META repetition threshold C~
+    lr_fit: jax.Array  # Adam step of the hyperparameter fit
+    lr_acq: jax.Array  # Adam step of the acquisition refinement
+    local_scale: jax.Array  # std of the incumbent perturbations
+
+
+class Data(NamedTuple):
+    """The samples D, one row per distinct point (mini-META merges repeats)."""
+
+    x: jax.Array  # (cap, d) points in [0, 1]^d
+    ysum: jax.Array  # (cap,) sum of the rewards observed at the row
+    count: jax.Array  # (cap,) evaluations merged into the row (0 for empty rows)
+    n: jax.Array  # () int32 rows in use
+
+
+class BOState(NamedTuple):
+    data: Data  # the sample buffer
+    sub_idx: jax.Array  # (M,) int32 rows of D the model uses (subset or landmarks)
+    sub_mask: jax.Array  # (M,) bool slot in use
+    hyper: hyper.GPHyper  # fitted hyperparameters (warm start of the next fit)
+    beta: jax.Array  # () beta_t of the planned query
+    next_x: jax.Array  # (d,) planned query
+    repeats: jax.Array  # () int32 evaluations of next_x left in the current batch
+    t: jax.Array  # () int32 evaluations selected so far
+    batch_open: jax.Array  # () bool
+
+
+def dynamic_buffer_size(n0: int, Z: float, n_overhead: float) -> int:
+    """GSSBO's dynamic buffer (§4.3, Alg. 1 L5-8) on a cost model of one iteration.
+
+    The paper switches to the subset at the first iteration whose time exceeds Z times the average initial
+    iteration time T-bar, and sets M = |D| then. In a compiled program the iteration time is modelled:
+    c(n) = n^3 + n_overhead^3 (the O(n^3) exact fit plus a fixed overhead expressed in samples). M is the
+    smallest |D| > n0 with c(|D|) > Z c(n0). ``n_overhead = 70`` makes Z = 4 give M = 102, the "M is usually
+    around 100" of §6.1 (our calibration, not the paper's); ``n_overhead = 0`` is the pure cubic model,
+    M = ceil(n0 Z^(1/3)).
+    """
+    target = Z * (n0 ** 3 + n_overhead ** 3) - n_overhead ** 3
+    m = max(n0 + 1, int(math.floor(max(target, 0.0) ** (1.0 / 3.0))))
+    while m ** 3 <= target:
+        m += 1
+    while m - 1 > n0 and (m - 1) ** 3 > target:
+        m -= 1
+    return m
+
+
+def data_valid(data: Data):
+    return jnp.arange(data.x.shape[0]) < data.n
+
+
+def data_mean(data: Data):
+    """(cap,) mean reward of each row (0 for empty rows)."""
+    return data.ysum / jnp.maximum(data.count, 1.0)
+
+
+def append_batch(data: Data, xs, ys, valid, merge: bool, n0: int) -> Data:
+    """Add a batch (``xs`` (T, d), ``ys`` (T,), ``valid`` (T,)) to D. With ``merge`` (mini-META) the
+    evaluations of a batch after the initial design are repeats of one point and share one row."""
+    pos = jnp.arange(valid.shape[0])
+    new_row = valid & ((pos < n0) | (pos == jnp.argmax(valid))) if merge else valid
+    cap = data.x.shape[0]
+    row = jnp.where(valid, data.n + jnp.cumsum(new_row) - 1, cap)  # cap: dropped
+    return Data(
+        x=data.x.at[row].set(xs, mode="drop"), ysum=data.ysum.at[row].add(ys, mode="drop"),
+        count=data.count.at[row].add(valid.astype(ys.dtype), mode="drop"),
+        n=(data.n + jnp.sum(new_row)).astype(jnp.int32))
+
+
+def grow(state: BOState, static: BOStatic, cap: int) -> BOState:
+    """The same state in a data buffer of capacity ``cap`` >= static.cap (zero padding; works on stacked
+    seeds: the row axis is the second-to-last of ``x`` and the last of the others)."""
+    extra = cap - static.cap
+
+    def pad(a, axis):
+        widths = [(0, 0)] * a.ndim
+        widths[axis] = (0, extra)
+        return jnp.pad(a, widths)
+
+    data = state.data._replace(x=pad(state.data.x, -2), ysum=pad(state.data.ysum, -1),
+                               count=pad(state.data.count, -1))
+    new = state._replace(data=data)
+    if VARIANTS[static.variant][0] == "all":  # the model uses every row: its capacity grows too
+        new = new._replace(sub_idx=pad(state.sub_idx, -1), sub_mask=pad(state.sub_mask, -1))
+    return new
+
+
+def model_size(static: BOStatic) -> int:
+    """Capacity of the model's rows: every row for ``all`` selections, else M."""
+    return static.cap if VARIANTS[static.variant][0] == "all" else static.M
+
+
+def make_subset_bo(static: BOStatic) -> Algorithm:
+    """Factory of the continuous-domain algorithms (see the module docstring)."""
+    selection, engine, merge = VARIANTS[static.variant]
+    M = model_size(static)
+    cap, d, n0 = static.cap, static.d, static.n0
+
+    def init(key, problem, params: BOParams) -> BOState:
+        del key, problem
+        dt = params.beta_c.dtype
+        data = Data(jnp.zeros((cap, d), dt), jnp.zeros((cap,), dt), jnp.zeros((cap,), dt), jnp.zeros((), jnp.int32))
+        return BOState(
+            data=data, sub_idx=jnp.arange(M, dtype=jnp.int32), sub_mask=jnp.zeros((M,), bool),
+            hyper=hyper.init_hyper(d, dt), beta=jnp.zeros((), dt), next_x=jnp.full((d,), 0.5, dt),
+            repeats=jnp.ones((), jnp.int32), t=jnp.zeros((), jnp.int32), batch_open=jnp.asarray(True))
+
+    def select(key, state: BOState, params: BOParams):
+        initial = state.t < n0
+        x = jnp.where(initial, jax.random.uniform(key, (d,), dtype=state.next_x.dtype), state.next_x)
+        left = jnp.where(initial, 1, state.repeats - 1)
+        close = jnp.where(initial, state.t + 1 >= n0, left <= 0)
+        new = state._replace(t=state.t + 1, repeats=left, batch_open=~close)
+        return x, new, {"dict_size": jnp.sum(state.sub_mask).astype(jnp.int32)}
+
+    def update(state: BOState, xs, ys, valid, params: BOParams):
+        return state._replace(data=append_batch(state.data, xs, ys, valid, merge, n0)), {}
+
+    def choose_rows(key, state: BOState, params: BOParams, valid, y):
+        """Alg. 1 L12-14: the model's rows (with the previous round's hyperparameters)."""
+        data = state.data
+        forced = subset.forced_rows(data.n, n0, cap)
+        if selection == "all":
+            return jnp.arange(M, dtype=jnp.int32), valid
+        if selection == "first":
+            return subset.first_rows(valid, M)
+        if selection == "random":
+            return subset.random_subset(key, valid, forced, M)
+        if selection == "gradient":
+            G = subset.gradient_vectors(state.hyper, data.x, y, valid)
+            return subset.gradient_subset(key, G, valid, forced, M, params.sigma_d2)
+        K = MATERN.k(hyper.kernel_params(state.hyper), data.x, data.x)
+        if selection == "kmeanspp":
+            return subset.kmeanspp_subset(key, K, valid, forced, M)
+        return subset.pivoted_cholesky_subset(K, valid, jnp.zeros_like(valid), M)  # "pivoted"
+
+    def exact_predictor(h, X, y, mask, counts):
+        post = hyper.posterior(h, X, y, mask, counts)
+        return lambda xq: hyper.predict(post, xq), jnp.exp(h.log_noise)
+
+    def resparsify(key, state: BOState, params: BOParams):
+        k_sel, k_acq = jax.random.split(key)
+        data = state.data
+        valid = data_valid(data)
+        y = data_mean(data)
+        idx, mask = choose_rows(k_sel, state, params, valid, y)
+        counts = data.count[idx] if merge else None
+        h, fit_info = hyper.fit(state.hyper, data.x[idx], y[idx], mask, static.fit_steps, params.lr_fit,
+                                counts=counts)
+        if engine == "exact":
+            predict, noise = exact_predictor(h, data.x[idx], y[idx], mask, counts)
+        else:
+            predict, noise = _nystrom_predict(h, data, idx, mask, valid, y)
+        t_next = (state.t + 1).astype(y.dtype)
+        beta = params.beta_c * d * jnp.log(2.0 * t_next)  # PROTOCOLS §9
+
+        def ucb(xq):
+            mean, var = predict(xq)
+            return mean + jnp.sqrt(beta) * jnp.sqrt(var + 1e-30)
+
+        inc_v, inc_i = jax.lax.top_k(jnp.where(valid, y, -jnp.inf), static.n_incumbents)
+        x, val, acq_info = acquisition.maximize(k_acq, ucb, data.x[inc_i], jnp.isfinite(inc_v), static.acq,
+                                                params.lr_acq, params.local_scale)
+        repeats = jnp.ones((), jnp.int32)
+        if merge:  # mini-META: repeat x_h while 1 + n s~^2(x_h) <= C (sum rule; s~^2 = sigma^2 / s2)
+            _, var_x = predict(x[None, :])
+            _, _, y_scale = hyper.standardise(y, valid)
+            s2_scaled = var_x[0] / (y_scale ** 2 * noise)
+            n_h = jnp.floor((params.C - 1.0) / jnp.maximum(s2_scaled, 1e-12))
+            repeats = jnp.clip(n_h, 1.0, static.T).astype(jnp.int32)
+        new = state._replace(sub_idx=idx, sub_mask=mask, hyper=h, beta=beta, next_x=x, repeats=repeats,
+                             batch_open=jnp.asarray(True))
+        info = {"dict_size": jnp.sum(mask).astype(jnp.int32), "lml": fit_info["lml"], "beta": beta,
+                "ucb": val, "noise": noise, "repeats": repeats, **acq_info}
+        return new, info
+
+    return Algorithm(init, select, update, resparsify)
+
+
+def _nystrom_predict(h: hyper.GPHyper, data: Data, idx, mask, valid, y):
+    """DTC posterior of all rows of D with the landmarks D[idx] (the BKB engine, ``nystrom.posterior``,
+    with lam = s2 on standardised targets). Returns (predict, s2): predict(xq) -> (mean, var) of the latent f
+    in the targets' units; the engine's lam-scaled variance is multiplied back by lam."""
+    kp = hyper.kernel_params(h)
+    lam = jnp.exp(h.log_noise)
+    y_std, y_mean, y_scale = hyper.standardise(y, valid)
+    cap = data.x.shape[0]
+    w = valid.astype(y.dtype)
+    kdiag = MATERN.diag(kp, data.x)
+    post = nystrom.posterior(MATERN, kp, data.x, kdiag, idx, mask, jnp.arange(cap), valid, w, w * y_std, lam)
+    Xs = data.x[idx]
+
+    def predict(xq):
+        kS = nystrom.cross_kernel(MATERN, kp, xq, Xs, mask)  # (q, m)
+        mean = kS @ post.a
+        R = kS @ post.B
+        var_scaled = MATERN.diag(kp, xq) / lam - jnp.sum(R * R, axis=1)  # BBKB Eq. (2), lam-scaled
+        return y_mean + y_scale * mean, y_scale ** 2 * lam * jnp.maximum(var_scaled, 0.0)
+
+    return predict, lam
+
+
+__all__ = ["VARIANTS", "BOStatic", "BOParams", "BOState", "Data", "dynamic_buffer_size", "append_batch", "grow",
+           "model_size", "make_subset_bo"]

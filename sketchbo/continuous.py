@@ -1,0 +1,309 @@
+"""The runner for continuous domains: many seeds of a GSSBO-family algorithm in one compiled program.
+
+Paper: GSSBO (Wei et al. 2025, Alg. 1 and §6). Algorithms: ``sketchbo.algorithms.BO_ALGORITHMS``
+(``subset_bo.py``); problems: ``sketchbo.problems.continuous`` (and the diabetes task).
+
+The structure is the finite-arm runner's (DESIGN §3), whose helpers it reuses: a round = the selections of
+one batch (inner ``while_loop``; each query evaluated by the problem's JAX function as it is selected), the
+feedback of the batch (``update``) and one ``resparsify`` (subset choice, hyperparameter fit, acquisition).
+Seeds run through ``vmap`` or a sequential ``lax.map`` (``runner._over_seeds``; the CPU default is the map),
+seed i uses ``jax.random.key(seed + i)`` with draws keyed by the step, so a seed's trajectory does not depend
+on the seeds beside it. A host loop calls jitted chunks of rounds (progress, per-round times).
+
+Capacity: the sample buffer D has a static capacity that starts small and grows by about 1.5x when a seed
+needs more rows (DESIGN §3: capacities track the actual sizes; padded rows cost real time in an O(n^3)
+factorisation). Growing pads the state and recompiles; the trajectory is unchanged (a test).
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sketchbo import acquisition
+from sketchbo.algorithms import BO_ALGORITHMS, BOParams, BOStatic, build_bo
+from sketchbo.algorithms.subset_bo import VARIANTS, dynamic_buffer_size, grow
+from sketchbo.problems.continuous import ContinuousProblem, estimate_uniform_mean, value
+from sketchbo.runner import (
+    RunResult, SeedKeys, _check_run_args, _default_seed_axis, _over_seeds, _Progress, check_int, invalid_value,
+    seed_keys,
+)
+
+
+class BOTraces(NamedTuple):
+    """Per-seed run buffers carried through the rounds."""
+
+    x: jax.Array  # (T, d) query of each step in [0, 1]^d
+    reward: jax.Array  # (T,) observed reward -f(x) + xi N(0, 1)
+    regret: jax.Array  # (T,) f(x) - f_min (noiseless)
+    row: jax.Array  # (T,) int32 row of D the query went into
+    batch_index: jax.Array  # (T,) int32 round of each step
+    dict_size: jax.Array  # (T,) int32 rows of the model used to choose the query
+    rounds: jax.Array  # () int32 rounds executed
+
+
+# ----------------------------------------------------------------------------------- validation
+
+_INTS = {"n0": 1, "fit_steps": 0, "n_uniform": 1, "n_local": 0, "n_starts": 1, "acq_steps": 0, "m": 1}
+_FLOATS = {
+    "beta_c": (lambda v: v >= 0, "it must be a finite number >= 0"),
+    "lr_fit": (lambda v: v > 0, "it must be a finite number > 0"),
+    "lr_acq": (lambda v: v > 0, "it must be a finite number > 0"),
+    "local_scale": (lambda v: v >= 0, "it must be a finite number >= 0"),
+    "Z": (lambda v: v > 1, "it must be a finite number > 1"),
+    "n_overhead": (lambda v: v >= 0, "it must be a finite number >= 0"),
+    "sigma_d2": (lambda v: v >= 0, "it must be a finite number >= 0"),
+    "C": (lambda v: v >= 1, "it must be a finite number >= 1"),
+}
+
+
+def _float(name, value, ok, allowed):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise invalid_value(name, value, allowed) from None
+    if isinstance(value, bool) or not math.isfinite(v) or not ok(v):
+        raise invalid_value(name, value, allowed)
+    return v
+
+
+def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict:
+    """Defaults completed by ``params``, every value checked (ValueError naming the parameter), and the
+    subset size resolved: ``M_resolved`` (fixed M or the dynamic rule) for the subset variants."""
+    if algorithm not in BO_ALGORITHMS:
+        raise ValueError(f"algorithm={algorithm!r} is not a continuous-domain algorithm; choose one of "
+                         f"{sorted(BO_ALGORITHMS)}")
+    spec = BO_ALGORITHMS[algorithm]
+    params = dict(params or {})
+    params.pop("name", None)
+    unknown = sorted(set(params) - set(spec.defaults))
+    if unknown:
+        raise ValueError(f"algorithm {algorithm!r} has no parameter(s) {unknown}; it takes {sorted(spec.defaults)}")
+    hyper = {**spec.defaults, **params}
+    for key, lo in _INTS.items():
+        if key in hyper:
+            hyper[key] = check_int(f"algorithm.{key}", hyper[key], lo)
+    for key, (ok, allowed) in _FLOATS.items():
+        if key in hyper:
+            hyper[key] = _float(f"algorithm.{key}", hyper[key], ok, allowed)
+    if hyper["n0"] > T:
+        raise invalid_value("algorithm.n0", hyper["n0"], f"the initial design cannot exceed T={T}")
+    if hyper["n_starts"] > hyper["n_uniform"] + hyper["n_local"]:
+        raise invalid_value("algorithm.n_starts", hyper["n_starts"],
+                            "it must be <= n_uniform + n_local (the candidates it refines)")
+    if "M" in hyper:
+        if hyper["M"] is None:
+            hyper["M_resolved"] = dynamic_buffer_size(hyper["n0"], hyper["Z"], hyper["n_overhead"])
+        else:
+            hyper["M"] = check_int("algorithm.M", hyper["M"], hyper["n0"] + 1)
+            hyper["M_resolved"] = hyper["M"]
+    return hyper
+
+
+def model_rows(algorithm: str, hyper: dict, T: int) -> int:
+    """Static M of BOStatic: the subset size, the landmark count m, or T (unused: all rows)."""
+    if "M_resolved" in hyper:
+        return min(hyper["M_resolved"], T)
+    return min(hyper.get("m", T), T)
+
+
+def initial_capacity(T: int, n0: int) -> int:
+    """The first capacity of D: all of T for short runs, else 128 rows (at least 2 n0)."""
+    return T if T <= 160 else min(T, max(128, 2 * n0))
+
+
+def next_capacity(cap: int, T: int) -> int:
+    """About 1.5x, rounded up to a multiple of 32, at most T."""
+    return min(T, 32 * math.ceil(1.5 * cap / 32))
+
+
+# ------------------------------------------------------------------------------------- the program
+
+def make_program(alg, problem: ContinuousProblem, static: BOStatic, seed_axis: str, rounds_per_call: int):
+    """(init_fn, chunk_fn) jitted over stacked seeds: keys and params carry one leading entry per seed."""
+    T, n0, cap = static.T, static.n0, static.cap
+
+    def f(u):
+        return value(problem, u)
+
+    def select_step(carry, keys: SeedKeys, params, noise, xi):
+        state, tr = carry
+        t = state.t
+        x, state, info = alg.select(jax.random.fold_in(keys.select, t), state, params)
+        fx = f(x)
+        tr = tr._replace(
+            x=tr.x.at[t].set(x), reward=tr.reward.at[t].set(-fx + xi * noise[t]),
+            regret=tr.regret.at[t].set(fx - problem.f_min), batch_index=tr.batch_index.at[t].set(tr.rounds),
+            dict_size=tr.dict_size.at[t].set(info["dict_size"]))
+        return state, tr
+
+    def round_(carry, keys, params, noise, xi):
+        state, tr = carry
+        t0, n_before = state.t, state.data.n
+        state, tr = jax.lax.while_loop(lambda c: c[0].batch_open & (c[0].t < T),
+                                       lambda c: select_step(c, keys, params, noise, xi), (state, tr))
+        pos = jnp.arange(T)
+        valid = (pos >= t0) & (pos < state.t)
+        state, _ = alg.update(state, tr.x, tr.reward, valid, params)
+        rows = jnp.where(valid, n_before + jnp.cumsum(valid) - 1, tr.row)
+        if VARIANTS[static.variant][2]:  # merged repeats: every evaluation of the batch in one row
+            rows = jnp.where(valid & (pos >= n0), n_before, rows)
+        state, _ = alg.resparsify(jax.random.fold_in(keys.resparsify, state.t), state, params)
+        return state, tr._replace(row=rows.astype(jnp.int32), rounds=tr.rounds + 1)
+
+    def maybe_round(carry, keys, params, noise, xi):
+        state = carry[0]
+        need = jnp.where(state.t == 0, n0, 1)
+        go = (state.t < T) & (state.data.n + need <= cap)
+        return jax.lax.cond(go, lambda c: round_(c, keys, params, noise, xi), lambda c: c, carry)
+
+    def init_one(keys: SeedKeys, params, xi):
+        state = alg.init(keys.init, None, params)
+        dt = params.beta_c.dtype
+        noise = jax.random.normal(keys.noise, (T,), dtype=dt)
+        tr = BOTraces(x=jnp.zeros((T, static.d), dt), reward=jnp.zeros((T,), dt), regret=jnp.zeros((T,), dt),
+                      row=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
+                      dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32))
+        return (state, tr), noise
+
+    def chunk_one(keys, carry, noise, params, xi):
+        return jax.lax.fori_loop(0, rounds_per_call, lambda _, c: maybe_round(c, keys, params, noise, xi), carry)
+
+    init_all = _over_seeds(init_one, seed_axis)
+    chunk_all = _over_seeds(chunk_one, seed_axis)
+    return jax.jit(init_all), jax.jit(chunk_all, donate_argnums=(1,))
+
+
+_PROGRAMS: dict = {}
+_MAX_PROGRAMS = 32
+
+
+def _compiled(algorithm, problem, static, seed_axis, rounds_per_call, keys, params, xi):
+    key = (algorithm, problem.name, problem.d, problem.fn, static, seed_axis, rounds_per_call, keys.init.shape,
+           str(params.beta_c.dtype))
+    if key in _PROGRAMS:
+        return (*_PROGRAMS[key], 0.0)
+    init_fn, chunk_fn = make_program(build_bo(BO_ALGORITHMS[algorithm], static), problem, static, seed_axis,
+                                     rounds_per_call)
+    tc = time.perf_counter()
+    init_c = init_fn.lower(keys, params, xi).compile()
+    carry, noise = jax.eval_shape(init_fn, keys, params, xi)
+    chunk_c = chunk_fn.lower(keys, carry, noise, params, xi).compile()
+    if len(_PROGRAMS) >= _MAX_PROGRAMS:
+        _PROGRAMS.pop(next(iter(_PROGRAMS)))
+    _PROGRAMS[key] = (init_c, chunk_c)
+    return init_c, chunk_c, time.perf_counter() - tc
+
+
+def _grown(carry, static: BOStatic, cap: int):
+    state, tr = carry
+    return grow(state, static, cap), tr
+
+
+def run(algorithm: str, problem: ContinuousProblem, *, T: int, n_seeds: int = 1, seed: int = 0,
+        params: dict | None = None, dtype: str = "float64", seed_axis: str = "auto", progress: bool = True,
+        rounds_per_call: int | None = None, capacity: int | None = None) -> RunResult:
+    """Run ``n_seeds`` seeds (``seed``, ``seed + 1``, ...) of a continuous-domain algorithm for T evaluations.
+
+    Everything is validated before compilation (ValueError naming the parameter). ``params``: the
+    algorithm's hyperparameters (``BO_ALGORITHMS[algorithm].defaults``). ``capacity``: the first capacity
+    of the sample buffer (default :func:`initial_capacity`); it grows as needed. The result's traces hold
+    ``x`` (n_seeds, T, d) besides the finite runner's keys (``query`` = the row of D of each query).
+    """
+    wall0 = time.perf_counter()
+    if not isinstance(problem, ContinuousProblem):
+        raise ValueError(f"algorithm {algorithm!r} optimises continuous problems (sketchbo.problems: "
+                         f"eggholder2, hartmann6, levy20, powell50, rastrigin100, diabetes); got a "
+                         f"{type(problem).__name__}")
+    T, n_seeds, seed = _check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call)
+    hyper = resolve_hyperparameters(algorithm, params, T)
+    cap = initial_capacity(T, hyper["n0"]) if capacity is None else check_int("capacity", capacity, hyper["n0"])
+    cap = min(cap, T)
+    if dtype == "float64":
+        jax.config.update("jax_enable_x64", True)  # entry point: float64 on by default (DESIGN §4)
+    jdt = jnp.float64 if dtype == "float64" else jnp.float32
+    seed_axis = _default_seed_axis() if seed_axis == "auto" else seed_axis
+    rounds_per_call = rounds_per_call or max(1, min(16, T // 50))
+    M = model_rows(algorithm, hyper, T)
+    acq_static = acquisition.AcqStatic(hyper["n_uniform"], hyper["n_local"], hyper["n_starts"], hyper["acq_steps"])
+
+    def per_seed(v):
+        return jnp.full((n_seeds,), v, jdt)
+
+    pvals = BOParams(beta_c=per_seed(hyper["beta_c"]), sigma_d2=per_seed(hyper.get("sigma_d2", 0.0)),
+                     C=per_seed(hyper.get("C", 1.0)), lr_fit=per_seed(hyper["lr_fit"]),
+                     lr_acq=per_seed(hyper["lr_acq"]), local_scale=per_seed(hyper["local_scale"]))
+    xi = per_seed(problem.noise_std)
+    seeds = [seed + i for i in range(n_seeds)]
+    keys = jax.tree.map(lambda *k: jnp.stack(k), *[seed_keys(s) for s in seeds])
+    label = f"{algorithm}/{problem.name}"
+    prog = _Progress(progress, label, T)
+    compile_s, round_times, events = 0.0, [], []
+    carry, noise, static = None, None, None
+    while True:
+        new_static = BOStatic(variant=algorithm, d=problem.d, T=T, cap=cap, n0=hyper["n0"], M=M,
+                              fit_steps=hyper["fit_steps"], acq=acq_static)
+        init_c, chunk_c, cs = _compiled(algorithm, problem, new_static, seed_axis, rounds_per_call, keys, pvals, xi)
+        compile_s += cs
+        if carry is None:
+            carry, noise = init_c(keys, pvals, xi)
+            prog.restart()
+        else:
+            carry = _grown(carry, static, cap)
+        static = new_static
+        done = False
+        while True:
+            rounds_before = int(np.max(np.asarray(carry[1].rounds)))
+            t_call = time.perf_counter()
+            carry = chunk_c(keys, carry, noise, pvals, xi)
+            state, tr = carry
+            t_all = np.asarray(state.t)  # blocks until the chunk is done
+            dt = time.perf_counter() - t_call
+            rounds = int(np.max(np.asarray(tr.rounds)))
+            if rounds > rounds_before:
+                round_times.extend([dt / (rounds - rounds_before)] * (rounds - rounds_before))
+            prog(int(t_all.min()), rounds)
+            if int(t_all.min()) >= T:
+                prog(int(t_all.min()), rounds, final=True)
+                done = True
+                break
+            need = np.where(t_all == 0, hyper["n0"], 1)
+            if np.any((t_all < T) & (np.asarray(state.data.n) + need > cap)):
+                break
+        if done:
+            break
+        new_cap = next_capacity(cap, T)
+        events.append(f"sample buffer capacity {cap} -> {new_cap}")
+        cap = new_cap
+    return _collect(algorithm, problem, T, seeds, carry, np.asarray(round_times), wall0, compile_s, dtype, events,
+                    {**hyper, "capacity_final": cap, "M_static": M, "xi": problem.noise_std})
+
+
+def _collect(algorithm, problem, T, seeds, carry, round_times, wall0, compile_s, dtype, events, hyper):
+    state, tr = carry
+    regret = np.asarray(tr.regret, dtype=np.float64)
+    cum = regret.sum(axis=1)
+    mean_f = problem.uniform_mean if problem.uniform_mean is not None else estimate_uniform_mean(problem)
+    unif = T * (mean_f - problem.f_min)
+    batch_index = np.asarray(tr.batch_index)
+    dev = jax.devices()[0]
+    return RunResult(
+        algorithm=algorithm, problem=problem.name, T=T, n_seeds=len(seeds), seeds=list(seeds),
+        traces={"query": np.asarray(tr.row), "reward": np.asarray(tr.reward), "instant_regret": regret,
+                "batch_index": batch_index, "dict_size": np.asarray(tr.dict_size), "x": np.asarray(tr.x)},
+        round_time_s=round_times, cumulative_regret=cum, regret_ratio=cum / unif if unif > 0 else np.full_like(cum, np.nan),
+        n_batches=np.asarray(tr.rounds).astype(int),
+        max_batch_size=np.array([np.bincount(b).max() for b in batch_index]),
+        max_dict_size=np.asarray(tr.dict_size).max(axis=1).astype(int),
+        wall_time_s=time.perf_counter() - wall0, compile_time_s=compile_s,
+        device=f"{dev.platform}:{getattr(dev, 'device_kind', '')}", dtype=dtype, capacity_events=events,
+        hyperparameters={**hyper, "uniform_mean": mean_f})
+
+
+__all__ = ["BOTraces", "resolve_hyperparameters", "model_rows", "initial_capacity", "next_capacity", "make_program",
+           "run"]

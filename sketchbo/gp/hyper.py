@@ -1,0 +1,157 @@
+"""Exact GP regression with a Matérn-5/2 ARD kernel on fixed-capacity masked buffers, and maximum-likelihood
+fitting of its hyperparameters with optax (GSSBO, Wei et al. 2025, §6: "Matérn 5/2 kernel ... hyperparameters
+learned via maximum likelihood"; PROTOCOLS §9).
+
+Data live in buffers of static capacity n with a boolean ``mask``. Masked-out rows are neutralised before
+every factorisation: their kernel rows and columns are zero, their diagonal entry is one and their target is
+zero, so they add nothing to the log marginal likelihood and nothing to the posterior (DESIGN §6.4).
+
+Targets are standardised over the valid rows (zero mean, unit variance; the constant mean function is the
+sample mean). With K_n = K + s2 I over the valid rows (Rasmussen & Williams 2006, Eq. 2.30),
+
+    log p(y | X, theta) = -1/2 y^T K_n^{-1} y - sum_i log L_ii - n/2 log(2 pi),      L = chol(K_n).
+
+theta = (log lengthscales (d,), log outputscale, log noise variance) is fitted by Adam on -log p / n for a
+fixed number of steps from a warm start, projecting theta onto box bounds after every step.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from sketchbo.kernels import get_kernel
+
+MATERN = get_kernel("matern52")
+LOG_2PI = 1.8378770664093453
+
+
+class GPHyper(NamedTuple):
+    """Log-parameterised hyperparameters of the Matérn-5/2 ARD GP."""
+
+    log_ls: jax.Array  # (d,) log lengthscales
+    log_scale: jax.Array  # () log outputscale (kernel variance)
+    log_noise: jax.Array  # () log noise variance (on the standardised targets)
+
+
+class HyperBounds(NamedTuple):
+    """Box bounds of the hyperparameters (natural scale); theta is projected onto them after each step.
+    Inputs live in [0, 1]^d and targets are standardised, which fixes sensible ranges."""
+
+    ls: tuple = (1e-2, 1e2)
+    scale: tuple = (5e-2, 2e1)
+    noise: tuple = (1e-6, 1.0)
+
+
+class ExactPosterior(NamedTuple):
+    X: jax.Array  # (n, d) inputs (masked rows are ignored)
+    mask: jax.Array  # (n,) bool valid rows
+    L: jax.Array  # (n, n) Cholesky factor of the masked K + s2 I
+    alpha: jax.Array  # (n,) K_n^{-1} y_std (zero in masked rows)
+    hyper: GPHyper  # hyperparameters used
+    y_mean: jax.Array  # () mean of the valid targets
+    y_std: jax.Array  # () std of the valid targets (1 when they are constant)
+
+
+def init_hyper(d: int, dtype=jnp.float64, lengthscale=None) -> GPHyper:
+    """Starting point: lengthscales sqrt(d)/4 (about a quarter of the cube's diagonal), outputscale 1,
+    noise 1e-3."""
+    ls = jnp.sqrt(float(d)) / 4.0 if lengthscale is None else lengthscale
+    return GPHyper(jnp.full((d,), jnp.log(ls), dtype), jnp.zeros((), dtype), jnp.asarray(jnp.log(1e-3), dtype))
+
+
+def kernel_params(h: GPHyper) -> dict:
+    """The ``sketchbo.kernels`` matern52 parameters of ``h``."""
+    return {"lengthscales": jnp.exp(h.log_ls), "variance": jnp.exp(h.log_scale)}
+
+
+def project(h: GPHyper, bounds: HyperBounds = HyperBounds()) -> GPHyper:
+    """theta clipped onto the box bounds (the projection of projected Adam)."""
+    def clip(v, b):
+        return jnp.clip(v, jnp.log(b[0]), jnp.log(b[1]))
+    return GPHyper(clip(h.log_ls, bounds.ls), clip(h.log_scale, bounds.scale), clip(h.log_noise, bounds.noise))
+
+
+def standardise(y, mask):
+    """(y_std (n,) zero in masked rows, mean (), std ()) over the valid rows; std = 1 for constant data."""
+    w = mask.astype(y.dtype)
+    n = jnp.maximum(jnp.sum(w), 1.0)
+    mean = jnp.sum(w * y) / n
+    var = jnp.sum(w * (y - mean) ** 2) / n
+    std = jnp.where(var > 0, jnp.sqrt(var), 1.0)
+    return w * (y - mean) / std, mean, std
+
+
+def masked_kernel(h: GPHyper, X, mask, counts=None):
+    """K + s2 W^{-1} over the valid rows; masked rows/columns are zero with a unit diagonal: (n, n).
+
+    ``counts`` (n,) (default: ones) makes row i the mean of counts_i evaluations, of noise variance
+    s2 / counts_i (the unique-point form of mini-META, PROTOCOLS §3).
+    """
+    w = mask.astype(X.dtype)
+    K = MATERN.k(kernel_params(h), X, X) * w[:, None] * w[None, :]
+    noise = jnp.exp(h.log_noise) if counts is None else jnp.exp(h.log_noise) / jnp.maximum(counts, 1.0)
+    return K + jnp.diag(jnp.where(mask, noise, 1.0))
+
+
+def log_marginal_likelihood(h: GPHyper, X, y_std, mask, counts=None):
+    """log p(y | X, theta) of the valid rows (R&W Eq. 2.30); ``y_std`` standardised, zero in masked rows."""
+    L = jnp.linalg.cholesky(masked_kernel(h, X, mask, counts))
+    z = jax.scipy.linalg.solve_triangular(L, y_std, lower=True)
+    n = jnp.sum(mask)
+    return -0.5 * z @ z - jnp.sum(jnp.log(jnp.diagonal(L))) - 0.5 * n * LOG_2PI
+
+
+def fit(h0: GPHyper, X, y, mask, steps: int, lr, bounds: HyperBounds = HyperBounds(), counts=None):
+    """Maximum likelihood by ``steps`` projected Adam steps from the warm start ``h0``.
+
+    ``y`` are raw targets (standardised here). ``steps`` is static; ``lr`` may be traced.
+    Returns ``(h, info)`` with ``info["lml"]`` the log marginal likelihood at ``h``. A NaN step
+    (a failed factorisation) is rejected: the parameters stay where they were.
+    """
+    y_std, _, _ = standardise(y, mask)
+    n = jnp.maximum(jnp.sum(mask), 1).astype(y.dtype)
+    opt = optax.adam(lr)
+
+    def loss(h):
+        return -log_marginal_likelihood(h, X, y_std, mask, counts) / n
+
+    def step(carry, _):
+        h, s = carry
+        g = jax.grad(loss)(h)
+        upd, s_new = opt.update(g, s, h)
+        h_new = project(optax.apply_updates(h, upd), bounds)
+        ok = jnp.all(jnp.array([jnp.all(jnp.isfinite(v)) for v in jax.tree.leaves(g)]))
+        h_new = jax.tree.map(lambda a, b: jnp.where(ok, a, b), h_new, h)
+        return (h_new, s_new), None
+
+    h0 = project(h0, bounds)
+    (h, _), _ = jax.lax.scan(step, (h0, opt.init(h0)), None, length=steps)
+    return h, {"lml": -loss(h) * n}
+
+
+def posterior(h: GPHyper, X, y, mask, counts=None) -> ExactPosterior:
+    """Exact posterior of the valid rows (one Cholesky factorisation)."""
+    y_std, mean, std = standardise(y, mask)
+    L = jnp.linalg.cholesky(masked_kernel(h, X, mask, counts))
+    alpha = jax.scipy.linalg.cho_solve((L, True), y_std)
+    return ExactPosterior(X, mask, L, alpha, h, mean, std)
+
+
+def predict(post: ExactPosterior, Xq):
+    """Posterior mean and variance of the latent f at query points Xq (q, d), in the targets' units.
+
+    mean = y_mean + y_std k_q^T K_n^{-1} y_std;  var = y_std^2 (k(x, x) - ||L^{-1} k_q||^2)  (R&W Eq. 2.25-26).
+    """
+    w = post.mask.astype(Xq.dtype)
+    Kq = MATERN.k(kernel_params(post.hyper), Xq, post.X) * w[None, :]  # (q, n)
+    mean = post.y_mean + post.y_std * (Kq @ post.alpha)
+    V = jax.scipy.linalg.solve_triangular(post.L, Kq.T, lower=True)  # (n, q)
+    var = jnp.exp(post.hyper.log_scale) - jnp.sum(V * V, axis=0)
+    return mean, post.y_std ** 2 * jnp.maximum(var, 0.0)
+
+
+__all__ = ["GPHyper", "HyperBounds", "ExactPosterior", "init_hyper", "kernel_params", "project", "standardise",
+           "masked_kernel", "log_marginal_likelihood", "fit", "posterior", "predict"]

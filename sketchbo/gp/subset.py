@@ -1,0 +1,164 @@
+"""Choosing which samples a GP is fitted on: GSSBO's gradient-diversity subset and its baselines.
+
+Paper: GSSBO, "Gradient-based Sample Selection for Faster Bayesian Optimization" (Wei et al. 2025),
+Eq. (1), Eq. (3), Alg. 1 L12-14; choices fixed by PROTOCOLS §9.
+
+Every selector works on a data buffer of static capacity n (``valid`` marks the filled rows) and returns
+``(idx (M,) int32, mask (M,) bool)``: M row indices, distinct, every ``forced`` valid row among them (the
+n0 initial samples and the newest, Alg. 1 L13). When there are at most M valid rows, all of them are kept.
+
+* :func:`gradient_subset` — Eq. (1): greedily add the row whose normalised, perturbed gradient vector has
+  the smallest summed cosine similarity to the rows kept so far. Gradient vectors (PROTOCOLS §9):
+  g_i = psi_i r_i with psi_i = (K + s2 I)^{-1} e_i and r_i = ((K + s2 I)^{-1} (y - mu))_i (Eq. (3)'s scalar),
+  each perturbed by N(0, sigma_d^2 I) before normalising.
+* :func:`random_subset` — RSSBO: the rest uniformly at random.
+* :func:`kmeanspp_subset` — k-means++ seeding in the RKHS (Oglic & Gärtner 2017): the rest drawn with
+  probability proportional to the squared RKHS distance to the nearest kept row.
+* :func:`pivoted_cholesky_subset` — greedy pivoted Cholesky (greedy Nyström column selection; the GSSBO
+  appendix shows it equivalent to gradient diversity in the noiseless limit): the rest by largest
+  residual variance. Also the IVM-style inducing-point choice of ``sparse_gp``.
+* :func:`first_rows` — the first M rows (LR-First m).
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from sketchbo.gp import hyper
+
+
+def forced_rows(n, n0: int, cap: int):
+    """(cap,) bool: the n0 initial rows and the newest row n - 1 (Alg. 1 L13)."""
+    rows = jnp.arange(cap)
+    return (rows < jnp.minimum(n0, n)) | (rows == n - 1)
+
+
+def _as_subset(chosen, M: int):
+    """Indices of the (at most M) chosen rows, in row order, and their mask."""
+    k = jnp.sum(chosen)
+    (idx,) = jnp.nonzero(chosen, size=M, fill_value=0)
+    return idx.astype(jnp.int32), jnp.arange(M) < k
+
+
+def _start(valid, forced, M: int):
+    """Rows kept before the greedy part: the forced valid rows, or every valid row when they fit in M."""
+    fits = jnp.sum(valid) <= M
+    return jnp.where(fits, valid, valid & forced)
+
+
+def first_rows(valid, M: int):
+    """LR-First m: the first M valid rows."""
+    return _as_subset(valid & (jnp.cumsum(valid) <= M), M)
+
+
+def top_priority(priority, valid, forced, M: int):
+    """Forced valid rows, then the valid rows of highest ``priority`` up to M."""
+    p = jnp.where(forced, jnp.inf, priority)
+    p = jnp.where(valid, p, -jnp.inf)
+    _, idx = jax.lax.top_k(p, M)
+    chosen = jnp.zeros(valid.shape, bool).at[idx].set(valid[idx])
+    return _as_subset(chosen, M)
+
+
+def random_subset(key, valid, forced, M: int):
+    """RSSBO: forced rows plus uniformly random valid rows."""
+    return top_priority(jax.random.uniform(key, valid.shape), valid, forced, M)
+
+
+def gradient_vectors(h: hyper.GPHyper, X, y, valid):
+    """Rows g_i = psi_i r_i (PROTOCOLS §9): (n, n), zero in masked rows and columns.
+
+    A = K + s2 I over the valid rows (standardised targets, mu = 0), psi_i = A^{-1} e_i (row i of the
+    symmetric A^{-1}), r = A^{-1} y, so that Eq. (3)'s scalar gradient is -r_i.
+    """
+    y_std, _, _ = hyper.standardise(y, valid)
+    L = jnp.linalg.cholesky(hyper.masked_kernel(h, X, valid))
+    Ainv = jax.scipy.linalg.cho_solve((L, True), jnp.eye(X.shape[0], dtype=X.dtype))
+    w = valid.astype(X.dtype)
+    Ainv = Ainv * w[:, None] * w[None, :]
+    r = Ainv @ y_std
+    return Ainv * r[:, None]
+
+
+def row_normals(key, n: int, dtype):
+    """(n, n) standard normals, row i drawn from ``fold_in(key, i)``: entry (i, j) does not depend on n
+    (1-D draws are prefix-consistent), so a grown buffer sees the same perturbations."""
+    return jax.vmap(lambda i: jax.random.normal(jax.random.fold_in(key, i), (n,), dtype))(jnp.arange(n))
+
+
+def gradient_subset(key, G, valid, forced, M: int, sigma_d2):
+    """Eq. (1) greedily: minimise the summed pairwise cosine similarity of the kept normalised gradients.
+
+    ``G`` (n, n): gradient vector of row i in row i. Each vector gets N(0, sigma_d2 I) noise on its valid
+    components, then is normalised. Starting from the forced rows, M - |kept| times: add the valid row whose
+    normalised vector has the smallest summed cosine similarity to the kept ones.
+    """
+    w = valid.astype(G.dtype)
+    noisy = (G + jnp.sqrt(sigma_d2) * row_normals(key, G.shape[0], G.dtype) * w[None, :]) * w[:, None]
+    norms = jnp.linalg.norm(noisy, axis=1)
+    Gn = noisy / jnp.where(norms > 0, norms, 1.0)[:, None]
+    chosen = _start(valid, forced, M)
+    score = Gn @ (Gn.T @ chosen.astype(G.dtype))  # summed cosine similarity to the kept rows
+
+    def add(_, carry):
+        chosen, score = carry
+        room = jnp.sum(chosen) < jnp.minimum(M, jnp.sum(valid))
+        i = jnp.argmin(jnp.where(valid & ~chosen, score, jnp.inf))
+        chosen = chosen.at[i].set(chosen[i] | room)
+        score = score + jnp.where(room, Gn @ Gn[i], 0.0)
+        return chosen, score
+
+    chosen, _ = jax.lax.fori_loop(0, M, add, (chosen, score))
+    return _as_subset(chosen, M)
+
+
+def kmeanspp_subset(key, K, valid, forced, M: int):
+    """k-means++ seeding in the RKHS of K (n, n): forced rows first, then rows drawn with probability
+    proportional to the squared RKHS distance k_ii + k_cc - 2 k_ic to the nearest kept row c."""
+    kd = jnp.diagonal(K)
+    D = jnp.maximum(kd[:, None] + kd[None, :] - 2.0 * K, 0.0)  # squared RKHS distances (n, n)
+    chosen = _start(valid, forced, M)
+    d2 = jnp.min(jnp.where(chosen[None, :], D, jnp.inf), axis=1)
+    d2 = jnp.where(jnp.isfinite(d2), d2, 1.0)  # nothing kept yet: uniform
+
+    def add(j, carry):
+        chosen, d2 = carry
+        room = jnp.sum(chosen) < jnp.minimum(M, jnp.sum(valid))
+        free = valid & ~chosen
+        logits = jnp.where(free & (d2 > 0), jnp.log(jnp.where(d2 > 0, d2, 1.0)), -jnp.inf)
+        logits = jnp.where(jnp.any(jnp.isfinite(logits)), logits, jnp.where(free, 0.0, -jnp.inf))
+        i = jax.random.categorical(jax.random.fold_in(key, j), logits)
+        chosen = chosen.at[i].set(chosen[i] | room)
+        d2 = jnp.where(room, jnp.minimum(d2, D[:, i]), d2)
+        return chosen, d2
+
+    chosen, _ = jax.lax.fori_loop(0, M, add, (chosen, d2))
+    return _as_subset(chosen, M)
+
+
+def pivoted_cholesky_subset(K, valid, forced, M: int):
+    """Greedy pivoted Cholesky of K (n, n): the forced valid rows are the first pivots, then the valid row
+    of largest residual variance k_ii - sum_j L_ij^2, up to M pivots. Cost O(n M^2)."""
+    n = K.shape[0]
+    start = _start(valid, forced, M)
+    L = jnp.zeros((n, M), K.dtype)
+    res = jnp.where(valid, jnp.diagonal(K), -jnp.inf)
+    chosen = jnp.zeros((n,), bool)
+
+    def add(s, carry):
+        chosen, L, res = carry
+        pending = start & ~chosen
+        p = jnp.where(jnp.any(pending), jnp.argmax(pending), jnp.argmax(jnp.where(chosen, -jnp.inf, res)))
+        room = jnp.sum(chosen) < jnp.minimum(M, jnp.sum(valid))
+        piv = jnp.maximum(res[p], 1e-12 * jnp.max(jnp.diagonal(K)))
+        col = (K[:, p] - L @ L[p]) / jnp.sqrt(piv)
+        col = jnp.where(room & valid, col, 0.0)
+        L = L.at[:, s].set(col)
+        return chosen.at[p].set(chosen[p] | room), L, res - col * col
+
+    chosen, _, _ = jax.lax.fori_loop(0, M, add, (chosen, L, res))
+    return _as_subset(chosen, M)
+
+
+__all__ = ["row_normals", "forced_rows", "first_rows", "top_priority", "random_subset", "gradient_vectors", "gradient_subset",
+           "kmeanspp_subset", "pivoted_cholesky_subset"]

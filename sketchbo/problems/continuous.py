@@ -1,0 +1,155 @@
+"""Continuous test functions of GSSBO (Wei et al. 2025, §6.1), on the unit cube (PROTOCOLS §4.5, §9).
+
+Every problem is a minimisation benchmark f on its standard box [lower, upper]^d. The optimiser sees
+u in [0, 1]^d, mapped affinely to x = lower + u (upper - lower), and maximises the reward -f(x); the
+regret of a query is f(x_t) - f_min >= 0 (noiseless). Definitions follow the SFU virtual library and
+BoTorch's ``test_functions/synthetic.py`` (PROTOCOLS §4.5):
+
+| name          | d   | box               | f_min      | argmin                          |
+|---------------|-----|-------------------|------------|---------------------------------|
+| eggholder2    | 2   | [-512, 512]^2     | -959.6407  | (512, 404.2319), on the boundary |
+| hartmann6     | 6   | [0, 1]^6          | -3.32237   | (0.20169, 0.150011, ..., 0.6573) |
+| levy20        | 20  | [-10, 10]^20      | 0          | (1, ..., 1)                     |
+| powell50      | 50  | [-4, 5]^50        | 0          | (0, ..., 0)                     |
+| rastrigin100  | 100 | [-5.12, 5.12]^100 | 0          | (0, ..., 0)                     |
+
+Powell convention (BoTorch's, PROTOCOLS §9): the sum runs over the d // 4 complete blocks of four
+coordinates, so for d = 50 there are 12 blocks and coordinates 49 and 50 have no effect on f.
+
+A :class:`ContinuousProblem` carries ``fn``, a pure JAX function of one point on the standard box,
+so that algorithms evaluate it inside their compiled program (``value``).
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sketchbo.problems.synthetic import check_int, check_noise_std
+
+
+
+class ContinuousProblem(NamedTuple):
+    """A box-constrained minimisation benchmark seen through the unit cube."""
+
+    name: str
+    d: int
+    lower: np.ndarray  # (d,) float64 lower corner of the standard box
+    upper: np.ndarray  # (d,) float64 upper corner
+    fn: Callable  # x (d,) on the standard box -> () f(x), pure JAX
+    f_min: float  # global minimum of f (regret = f(x) - f_min)
+    u_opt: np.ndarray | None  # (d,) a minimiser in unit coordinates, when known
+    noise_std: float  # feedback y = -f(x) + noise_std N(0, 1)
+    uniform_mean: float | None  # E_{u ~ U[0,1]^d} f(u), or None: estimated when needed
+    uniform_samples: int = 4096  # Monte Carlo points of that estimate
+
+
+def to_box(problem: ContinuousProblem, u):
+    """The affine map [0, 1]^d -> [lower, upper] (PROTOCOLS §9)."""
+    lo = jnp.asarray(problem.lower, u.dtype)
+    return lo + u * (jnp.asarray(problem.upper, u.dtype) - lo)
+
+
+def value(problem: ContinuousProblem, u):
+    """f at the unit-cube point u (d,) -> (); vmap it for batches."""
+    return problem.fn(to_box(problem, u))
+
+
+def estimate_uniform_mean(problem: ContinuousProblem, n: int | None = None, chunk: int = 1024) -> float:
+    """E_u[f(u)] under u ~ U[0, 1]^d by Monte Carlo with a fixed key and ``n`` (default
+    ``problem.uniform_samples``) points: the expected value of uniform random search, R_t^unif = t (E f - f_min)."""
+    n = problem.uniform_samples if n is None else n
+    u = jax.random.uniform(jax.random.key(12345), (n, problem.d), dtype=jnp.float64)
+    fv = jax.jit(jax.vmap(lambda p: value(problem, p)))
+    return float(np.mean(np.concatenate([np.asarray(fv(u[i:i + chunk])) for i in range(0, n, chunk)])))
+
+
+# ----------------------------------------------------------------------------------------- functions
+
+def eggholder(x):
+    x1, x2 = x[0], x[1]
+    return (-(x2 + 47.0) * jnp.sin(jnp.sqrt(jnp.abs(x2 + x1 / 2.0 + 47.0)))
+            - x1 * jnp.sin(jnp.sqrt(jnp.abs(x1 - (x2 + 47.0)))))
+
+
+HARTMANN6_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
+HARTMANN6_A = np.array([[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14],
+                        [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14]])
+HARTMANN6_P = 1e-4 * np.array([[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
+                               [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]])
+HARTMANN6_XOPT = np.array([0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573])
+
+
+def hartmann6_fn(x):
+    inner = jnp.sum(HARTMANN6_A * (x[None, :] - HARTMANN6_P) ** 2, axis=1)
+    return -jnp.sum(HARTMANN6_ALPHA * jnp.exp(-inner))
+
+
+def levy_fn(x):
+    w = 1.0 + (x - 1.0) / 4.0
+    body = (w[:-1] - 1.0) ** 2 * (1.0 + 10.0 * jnp.sin(jnp.pi * w[:-1] + 1.0) ** 2)
+    tail = (w[-1] - 1.0) ** 2 * (1.0 + jnp.sin(2.0 * jnp.pi * w[-1]) ** 2)
+    return jnp.sin(jnp.pi * w[0]) ** 2 + jnp.sum(body) + tail
+
+
+def powell_fn(x):
+    """BoTorch's Powell: the d // 4 complete blocks only (trailing d % 4 coordinates are inert)."""
+    nb = x.shape[0] // 4
+    b = x[:4 * nb].reshape(nb, 4)
+    return jnp.sum((b[:, 0] + 10 * b[:, 1]) ** 2 + 5 * (b[:, 2] - b[:, 3]) ** 2
+                   + (b[:, 1] - 2 * b[:, 2]) ** 4 + 10 * (b[:, 0] - b[:, 3]) ** 4)
+
+
+def rastrigin_fn(x):
+    return 10.0 * x.shape[0] + jnp.sum(x * x - 10.0 * jnp.cos(2.0 * jnp.pi * x))
+
+
+# ------------------------------------------------------------------------------------------ factories
+
+def _problem(name, d, lo, hi, fn, f_min, x_opt, noise_std, uniform_mean=None) -> ContinuousProblem:
+    lower, upper = np.full(d, float(lo)), np.full(d, float(hi))
+    u_opt = None if x_opt is None else (np.asarray(x_opt, float) - lower) / (upper - lower)
+    return ContinuousProblem(name, d, lower, upper, fn, float(f_min), u_opt, check_noise_std(noise_std) or 0.0,
+                             uniform_mean)
+
+
+def eggholder2(noise_std=0.0) -> ContinuousProblem:
+    """Eggholder on [-512, 512]^2; the minimiser lies on the boundary x1 = 512."""
+    return _problem("eggholder2", 2, -512.0, 512.0, eggholder, -959.6407, [512.0, 404.2319], noise_std)
+
+
+def hartmann6(noise_std=0.0) -> ContinuousProblem:
+    """Hartmann-6 on [0, 1]^6 (the identity map)."""
+    return _problem("hartmann6", 6, 0.0, 1.0, hartmann6_fn, -3.32237, HARTMANN6_XOPT, noise_std)
+
+
+def levy20(d=20, noise_std=0.0) -> ContinuousProblem:
+    """Levy on [-10, 10]^d (d = 20 in GSSBO); minimum 0 at (1, ..., 1), u = 0.55."""
+    d = check_int("d", d, 2)
+    return _problem(f"levy{d}", d, -10.0, 10.0, levy_fn, 0.0, np.ones(d), noise_std)
+
+
+def powell50(d=50, noise_std=0.0) -> ContinuousProblem:
+    """Powell on [-4, 5]^d with BoTorch's d // 4 blocks (d = 50: coordinates 49, 50 inert); min 0 at 0."""
+    d = check_int("d", d, 4)
+    return _problem(f"powell{d}", d, -4.0, 5.0, powell_fn, 0.0, np.zeros(d), noise_std)
+
+
+def rastrigin100(d=100, noise_std=0.0) -> ContinuousProblem:
+    """Rastrigin on [-5.12, 5.12]^d (d = 100 in GSSBO); minimum 0 at 0, u = 0.5."""
+    d = check_int("d", d, 1)
+    return _problem(f"rastrigin{d}", d, -5.12, 5.12, rastrigin_fn, 0.0, np.zeros(d), noise_std)
+
+
+CONTINUOUS_PROBLEMS = {
+    "eggholder2": eggholder2,
+    "hartmann6": hartmann6,
+    "levy20": levy20,
+    "powell50": powell50,
+    "rastrigin100": rastrigin100,
+}
+
+__all__ = ["CONTINUOUS_PROBLEMS", "ContinuousProblem", "estimate_uniform_mean", "to_box", "value",
+           "eggholder2", "hartmann6", "levy20", "powell50", "rastrigin100"]

@@ -1,0 +1,275 @@
+"""Interruption: checkpoints of the runner's carry, resumed bit for bit (in-process for every algorithm,
+with capacity growth, and with real SIGKILLed `python -m sketchbo` processes, single runs and multiruns)."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sketchbo.runner as runner
+from sketchbo.algorithms import ALGORITHMS
+from sketchbo.problems import make_problem
+from sketchbo.runner import run
+from sketchbo.tracking import TRACE_KEYS
+
+REPO = Path(__file__).resolve().parent.parent
+# the conformance suite's problem (test_algorithms.py); with KWARGS, one compiled program per algorithm serves
+# this file and test_reliability.py
+SMALL = make_problem("gp_sample", A=120, d=2, sigma2=0.2, seed=1)
+CAPACITY = make_problem("gp_sample", A=100, d=2, sigma2=0.2, seed=2)
+
+
+def kwargs(name):
+    """One round per call: a checkpoint can fall between any two rounds, even of a run of three batches."""
+    return dict(T=40, n_seeds=3, seed=5, seed_axis="map", progress=False, rounds_per_call=1,
+                params=None if "lam" not in ALGORITHMS[name].defaults else {"F": 1.0})
+
+
+def assert_same_run(a, b):
+    """Bit-identical traces and the same derived numbers (timings aside)."""
+    for key in TRACE_KEYS:
+        assert a.traces[key].dtype == b.traces[key].dtype
+        np.testing.assert_array_equal(a.traces[key], b.traces[key], err_msg=key)
+    np.testing.assert_array_equal(a.cumulative_regret, b.cumulative_regret)
+    np.testing.assert_array_equal(a.n_batches, b.n_batches)
+    assert len(a.round_time_s) == len(b.round_time_s)
+    assert a.capacity_events == b.capacity_events
+    assert a.hyperparameters == b.hyperparameters
+
+
+def interrupt_after(monkeypatch, n_saves, record=None):
+    """Make the n-th checkpoint write the last one: the run stops right after it (KeyboardInterrupt)."""
+    save = runner.save_checkpoint
+    count = [0]
+
+    def save_then_stop(path, identity, m_max, u_max, *rest):
+        save(path, identity, m_max, u_max, *rest)
+        count[0] += 1
+        if record is not None:
+            record.append((m_max, u_max))
+        if count[0] == n_saves:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "save_checkpoint", save_then_stop)
+    return count
+
+
+def resumed_at(stderr: str) -> int:
+    """The step t a run reported resuming at."""
+    found = [int(t) for t in re.findall(r"resuming from checkpoint .* at t=(\d+)/", stderr)]
+    assert len(found) == 1, stderr
+    return found[0]
+
+
+# ------------------------------------------------------------------------------------ in-process
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_interrupted_run_resumes_to_the_uninterrupted_trace(name, tmp_path, monkeypatch, capfd):
+    """Every registry algorithm: stop after a checkpoint half-way, resume, compare bit for bit; a second
+    uninterrupted run of the same config and seeds is bit-identical too (determinism)."""
+    kw = kwargs(name)
+    ref = run(name, SMALL, **kw)
+    assert_same_run(run(name, SMALL, **kw), ref)
+    calls = int(ref.n_batches.max())  # one round per call
+    assert calls >= 2
+    path = tmp_path / "ck.npz"
+    with monkeypatch.context() as m:
+        interrupt_after(m, max(1, (calls - 1) // 2))  # writes after every call but the last: stop half-way
+        with pytest.raises(KeyboardInterrupt):
+            run(name, SMALL, checkpoint=path, checkpoint_every=1, **kw)
+    assert path.is_file() and not list(tmp_path.glob(".*.tmp"))
+    capfd.readouterr()
+    resumed = run(name, SMALL, checkpoint=path, checkpoint_every=1, **kw)
+    t = resumed_at(capfd.readouterr().err)
+    assert 0 < t < 40
+    assert_same_run(resumed, ref)
+
+
+def test_checkpoint_of_another_run_is_ignored_with_the_difference_named(tmp_path, monkeypatch, capfd):
+    path = tmp_path / "ck.npz"
+    kw = kwargs("bbkb")
+    with monkeypatch.context() as m:
+        interrupt_after(m, 1)
+        with pytest.raises(KeyboardInterrupt):
+            run("bbkb", SMALL, checkpoint=path, checkpoint_every=1, **kw)
+    stale = path.read_bytes()
+    capfd.readouterr()
+    other = run("bbkb", SMALL, checkpoint=path, checkpoint_every=1, **{**kw, "params": {"F": 1.0, "lam": 0.3}})
+    err = capfd.readouterr().err
+    assert f"ignoring checkpoint {path}: it belongs to a different run (differs in hyperparameters[0].lam)" in err
+    assert "resuming" not in err
+    assert_same_run(other, run("bbkb", SMALL, **{**kw, "params": {"F": 1.0, "lam": 0.3}}))
+    assert path.read_bytes() != stale  # overwritten by the new run's checkpoints
+
+    # other seeds, horizon or problem data are other runs too
+    path.write_bytes(stale)
+    run("bbkb", SMALL, checkpoint=path, checkpoint_every=100, **{**kw, "seed": 6})
+    assert "differs in seeds" in capfd.readouterr().err
+    f = SMALL.f.copy()
+    f[0] += 1e-9
+    path.write_bytes(stale)
+    run("bbkb", SMALL._replace(f=f), checkpoint=path, checkpoint_every=100, **kw)
+    assert "differs in problem.sha256" in capfd.readouterr().err
+
+    # a file that is not a checkpoint is ignored, a checkpoint whose arrays do not fit is refused
+    path.write_bytes(b"not a checkpoint")
+    assert_same_run(run("bbkb", SMALL, checkpoint=path, checkpoint_every=100, **kw), run("bbkb", SMALL, **kw))
+    assert f"ignoring checkpoint {path}: unreadable" in capfd.readouterr().err
+    (tmp_path / "stale.npz").write_bytes(stale)
+    with np.load(tmp_path / "stale.npz") as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["carry_0000"] = arrays["carry_0000"][:-1]
+    np.savez(path, **arrays)
+    with pytest.raises(ValueError, match=r"checkpoint .*ck.npz: state array 0 is .*delete the file"):
+        run("bbkb", SMALL, checkpoint=path, checkpoint_every=100, **kw)
+
+
+def test_capacity_growth_with_checkpoints(tmp_path, monkeypatch, capfd):
+    """A checkpoint records the capacities it was made with: a run interrupted before or after a growth
+    step resumes at that capacity and ends with the uninterrupted run's traces and capacity events."""
+    kw = dict(T=60, n_seeds=2, progress=False, params={"m_max": 25, "u_max": 60, "F": 1.0})
+    ref = run("bbkb", CAPACITY, **kw)
+    assert len(ref.capacity_events) == 1 and "m_max=25 overflowed" in ref.capacity_events[0]  # one growth step
+    saves = []
+    with monkeypatch.context() as m:
+        interrupt_after(m, 10 ** 6, record=saves)  # record the capacity of every write, never stop
+        assert_same_run(run("bbkb", CAPACITY, checkpoint=tmp_path / "all.npz", checkpoint_every=1, **kw), ref)
+    final = (ref.hyperparameters["m_max_final"], ref.hyperparameters["u_max_final"])
+    assert saves[0] == (25, 60) and saves[-1] == final == (41, 60)  # writes before and after the growth
+    for n in (1, len(saves) - 1):
+        path = tmp_path / f"ck{n}.npz"
+        with monkeypatch.context() as m:
+            interrupt_after(m, n)
+            with pytest.raises(KeyboardInterrupt):
+                run("bbkb", CAPACITY, checkpoint=path, checkpoint_every=1, **kw)
+        capfd.readouterr()
+        resumed = run("bbkb", CAPACITY, checkpoint=path, checkpoint_every=1, **kw)
+        err = capfd.readouterr().err
+        assert f"m_max={saves[n - 1][0]}, u_max={saves[n - 1][1]})" in err  # resumed at the recorded capacity
+        assert_same_run(resumed, ref)
+
+
+# ---------------------------------------------------------------------------------- real processes
+
+CLI_ARGS = ["algorithm=bbkb", "problem.A=200", "T=1000", "n_seeds=2", "checkpoint_every=1"]
+KILL_SEED = 7  # seeds the random kill moments
+
+
+def cli_env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR" and not k.startswith("WANDB_")}
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))}
+
+
+def start(log: Path, *args: str) -> subprocess.Popen:
+    with open(log, "w") as fh:
+        return subprocess.Popen([sys.executable, "-m", "sketchbo", *args], cwd=REPO, env=cli_env(),
+                                stdout=fh, stderr=subprocess.STDOUT)
+
+
+def mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return 0
+
+
+def kill_after_a_new_write(proc, path: Path, rng: random.Random, timeout=300.0) -> bool:
+    """SIGKILL ``proc`` at a random moment after it (re)writes ``path``; False when it finished first."""
+    before, deadline = mtime(path), time.monotonic() + timeout
+    while mtime(path) == before:
+        if proc.poll() is not None:
+            return False
+        assert time.monotonic() < deadline, "no checkpoint was written"
+        time.sleep(0.01)
+    time.sleep(rng.uniform(0.0, 0.25))
+    if proc.poll() is not None:
+        return False
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+    return True
+
+
+def assert_valid_checkpoint(path: Path):
+    """An atomic write: whatever the moment of the kill, the file holds a complete checkpoint."""
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["meta"]))
+        assert meta["calls"] >= 1 and data["round_times"].size == meta["calls"] * meta["identity"]["rounds_per_call"]
+        assert all(f"carry_{k:04d}" in data.files for k in range(meta["n_leaves"]))
+
+
+def assert_same_traces(a: Path, b: Path):
+    with np.load(a) as x, np.load(b) as y:
+        for key in TRACE_KEYS:
+            np.testing.assert_array_equal(x[key], y[key], err_msg=key)
+        assert x["round_time_s"].shape == y["round_time_s"].shape
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    """An uninterrupted CLI run of CLI_ARGS (checkpoints on: they change nothing)."""
+    out = tmp_path_factory.mktemp("reference")
+    proc = start(out.parent / "reference.log", f"hydra.run.dir={out}", *CLI_ARGS)
+    assert proc.wait(timeout=600) == 0, (out.parent / "reference.log").read_text()[-3000:]
+    assert not (out / "checkpoint.npz").exists()  # deleted once the results are written
+    return out / "traces.npz"
+
+
+def test_sigkilled_run_resumes_to_the_uninterrupted_traces(tmp_path, reference):
+    rng = random.Random(KILL_SEED)
+    out = tmp_path / "run"
+    ckpt = out / "checkpoint.npz"
+    kills, logs = 0, []
+    for attempt in range(3):  # up to two kills at random moments, then run to the end
+        logs.append(tmp_path / f"attempt{attempt}.log")
+        proc = start(logs[-1], f"hydra.run.dir={out}", *CLI_ARGS)
+        if attempt == 2 or not kill_after_a_new_write(proc, ckpt, rng):
+            assert proc.wait(timeout=600) == 0, logs[-1].read_text()[-3000:]
+            break
+        kills += 1
+        assert not (out / "summary.json").exists()
+        assert_valid_checkpoint(ckpt)
+    assert kills >= 1, "every run finished before the kill"
+    for log in logs[1:]:  # every later start resumed from a checkpoint of the one before
+        assert resumed_at(log.read_text()) > 0
+    assert_same_traces(out / "traces.npz", reference)
+    assert not ckpt.exists() and not list(out.glob(".checkpoint.npz.*"))  # nothing left behind
+    print(f"interruptions survived: {kills}")
+
+
+def test_sigkilled_multirun_resumes_without_losing_or_redoing_jobs(tmp_path, reference):
+    """Three jobs in one process; killed during the second: the re-run skips the first (files untouched),
+    resumes the second from its checkpoint and runs the third."""
+    args = ["-m", *CLI_ARGS[:1], "algorithm.qbar=1,2,3", *CLI_ARGS[1:], f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    name = "T=1000,algorithm.qbar={},algorithm=bbkb,n_seeds=2,problem.A=200"
+    jobs = [tmp_path / "sweep" / name.format(q) for q in (1, 2, 3)]
+    proc = start(tmp_path / "first.log", *args)
+    deadline = time.monotonic() + 600
+    while not (jobs[0] / "summary.json").exists():  # the first job finished ...
+        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "first.log").read_text()[-3000:]
+        time.sleep(0.01)
+    assert kill_after_a_new_write(proc, jobs[1] / "checkpoint.npz", random.Random(KILL_SEED))  # ... in the second
+    assert not (jobs[1] / "summary.json").exists() and not jobs[2].exists()
+    assert_valid_checkpoint(jobs[1] / "checkpoint.npz")
+    kept = [mtime(jobs[0] / f) for f in ("summary.json", "traces.npz", "config.yaml")]
+
+    proc = start(tmp_path / "second.log", *args)
+    assert proc.wait(timeout=600) == 0, (tmp_path / "second.log").read_text()[-3000:]
+    log = (tmp_path / "second.log").read_text()
+    assert f"skipping: complete results in {jobs[0]}" in log
+    assert log.count("skipping") == 1 and log.count("resuming from checkpoint") == 1
+    assert resumed_at(log) > 0 and f"resuming from checkpoint {jobs[1] / 'checkpoint.npz'}" in log
+    assert [mtime(jobs[0] / f) for f in ("summary.json", "traces.npz", "config.yaml")] == kept
+    for job, qbar in zip(jobs, (1, 2, 3)):
+        summary = json.loads((job / "summary.json").read_text())
+        assert summary["config"]["algorithm"]["qbar"] == qbar and summary["T"] == 1000
+        assert not (job / "checkpoint.npz").exists()
+    assert_same_traces(jobs[1] / "traces.npz", reference)  # qbar = 2 is bbkb's default: the reference run

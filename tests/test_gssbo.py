@@ -1,0 +1,330 @@
+"""GSSBO and its baselines on continuous domains: the MLE GP, the box-constrained acquisition maximiser,
+subset selection, the dynamic buffer, the Nyström engine against the exact GP, the continuous runner
+(capacity growth, seeds), and learning on Hartmann6 (PROTOCOLS §9)."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sketchbo import acquisition, continuous
+from sketchbo.algorithms import BO_ALGORITHMS
+from sketchbo.algorithms.subset_bo import Data, _nystrom_predict, append_batch, dynamic_buffer_size
+from sketchbo.gp import hyper, subset
+from sketchbo.problems import make_problem
+
+
+def matern_dense(X, Y, ls, scale):
+    r = np.sqrt(((X[:, None, :] / ls - Y[None, :, :] / ls) ** 2).sum(-1))
+    return scale * (1 + np.sqrt(5) * r + 5 / 3 * r ** 2) * np.exp(-np.sqrt(5) * r)
+
+
+def gp_data(n=40, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, d))
+    y = np.sin(3 * X).sum(1) + 0.1 * rng.standard_normal(n)
+    h = hyper.GPHyper(jnp.log(jnp.array([0.3, 0.5, 0.8])[:d]), jnp.log(1.7), jnp.log(0.02))
+    return X, y, h
+
+
+# -------------------------------------------------------------------------------------------- GP + MLE
+
+def test_log_marginal_likelihood_matches_dense_reference_and_ignores_masked_rows():
+    X, y, h = gp_data()
+    ys = (y - y.mean()) / y.std()
+    Kn = matern_dense(X, X, np.exp(h.log_ls), np.exp(h.log_scale)) + np.exp(h.log_noise) * np.eye(len(y))
+    sign, logdet = np.linalg.slogdet(Kn)
+    ref = -0.5 * ys @ np.linalg.solve(Kn, ys) - 0.5 * logdet - 0.5 * len(y) * np.log(2 * np.pi)
+    pad = 7
+    Xp = np.vstack([X, np.random.default_rng(1).uniform(size=(pad, 3))])
+    yp = np.concatenate([y, 100 * np.ones(pad)])
+    mask = np.arange(len(yp)) < len(y)
+    y_std, mean, std = hyper.standardise(jnp.asarray(yp), jnp.asarray(mask))
+    assert float(mean) == pytest.approx(y.mean()) and float(std) == pytest.approx(y.std())
+    Xq = np.random.default_rng(2).uniform(size=(5, 3))
+
+    @jax.jit
+    def compute(Xp, yp, y_std, mask, Xq):
+        lml = hyper.log_marginal_likelihood(h, Xp, y_std, mask)
+        return lml, hyper.predict(hyper.posterior(h, Xp, yp, mask), Xq)
+
+    lml, (mu, var) = compute(jnp.asarray(Xp), jnp.asarray(yp), y_std, jnp.asarray(mask), jnp.asarray(Xq))
+    assert float(lml) == pytest.approx(ref, rel=1e-10)
+    # posterior mean / variance against the dense formulas (R&W Eq. 2.25-26), in the targets' units
+    Kq = matern_dense(Xq, X, np.exp(h.log_ls), np.exp(h.log_scale))
+    mu_ref = y.mean() + y.std() * Kq @ np.linalg.solve(Kn, ys)
+    var_ref = y.std() ** 2 * (np.exp(h.log_scale) - np.einsum("qi,iq->q", Kq, np.linalg.solve(Kn, Kq.T)))
+    np.testing.assert_allclose(mu, mu_ref, rtol=1e-9)
+    np.testing.assert_allclose(var, var_ref, rtol=1e-7, atol=1e-12)
+
+
+def test_mle_recovers_the_lengthscales_of_gp_sampled_data_within_20_percent():
+    n, d = 256, 2
+    true_ls = np.array([0.2, 0.4])
+    h_true = hyper.GPHyper(jnp.log(jnp.asarray(true_ls)), jnp.log(2.0), jnp.log(1e-3))
+
+    @jax.jit
+    def sample():  # a GP draw at n uniform points, in a buffer with 40 empty rows of garbage
+        X = jax.random.uniform(jax.random.key(1), (n, d), dtype=jnp.float64)
+        L = jnp.linalg.cholesky(hyper.masked_kernel(h_true, X, jnp.ones(n, bool)))
+        y = 3.0 + L @ jax.random.normal(jax.random.key(2), (n,), dtype=jnp.float64)
+        return jnp.concatenate([X, jnp.full((40, d), 0.5)]), jnp.concatenate([y, jnp.full((40,), -7.0)])
+
+    Xp, yp = sample()
+    mask = jnp.arange(n + 40) < n
+    h0 = hyper.init_hyper(d)
+    fit = jax.jit(lambda h, lr: hyper.fit(h, Xp, yp, mask, 150, lr))
+    h, info = fit(h0, 0.1)
+    ls = np.exp(np.asarray(h.log_ls))
+    np.testing.assert_allclose(ls, true_ls, rtol=0.2)
+    _, info0 = jax.jit(lambda h: hyper.fit(h, Xp, yp, mask, 0, 0.1))(h0)  # zero steps: the lml at h0
+    assert float(info["lml"]) > float(info0["lml"]) + 50
+    # warm start: more steps from the optimum stay there
+    h2, _ = fit(h, 0.01)
+    np.testing.assert_allclose(np.exp(np.asarray(h2.log_ls)), ls, rtol=0.05)
+
+
+# --------------------------------------------------------------------------------------- acquisition
+
+@pytest.mark.parametrize("centre", [[0.3, 0.7, 0.55], [1.3, 0.5, -0.2]])
+def test_acquisition_finds_the_maximum_of_a_concave_function_in_the_box(centre):
+    c = jnp.asarray(centre)
+    A = jnp.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 0.5]])  # positive definite: concave acq
+
+    def acq(x):
+        z = x - c
+        return -jnp.einsum("qi,ij,qj->q", z, A, z)
+
+    static = acquisition.AcqStatic(n_uniform=256, n_local=64, n_starts=3, steps=200)
+    inc = jnp.full((2, 3), 0.5)
+    x, v, info = jax.jit(lambda k: acquisition.maximize(k, acq, inc, jnp.array([True, False]), static, lr=0.02))(
+        jax.random.key(0))
+    assert np.all((np.asarray(x) >= 0) & (np.asarray(x) <= 1))
+    # reference: the box-constrained maximiser by projected gradient ascent run to convergence
+    ref = jnp.full(3, 0.5)
+    for _ in range(5000):
+        ref = jnp.clip(ref + 0.05 * (-2 * A @ (ref - c)), 0, 1)
+    np.testing.assert_allclose(x, ref, atol=2e-3)
+    assert float(v) == pytest.approx(float(acq(ref[None])[0]), abs=1e-5)
+    assert float(info["refine_gain"]) >= 0.0
+
+
+# -------------------------------------------------------------------------------------- subsets
+
+def _buffer(n_valid=30, cap=40, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = jnp.asarray(rng.uniform(size=(cap, d)))
+    y = jnp.asarray(np.sin(5 * np.asarray(X)).sum(1))
+    valid = jnp.arange(cap) < n_valid
+    return X, y, valid
+
+
+@pytest.mark.parametrize("how", ["gradient", "random", "kmeanspp", "pivoted"])
+def test_subset_keeps_forced_members_and_returns_m_distinct_valid_rows(how):
+    X, y, _ = _buffer()
+    n0, M = 5, 12
+    h = hyper.init_hyper(2)
+
+    @jax.jit
+    def select(n):
+        valid = jnp.arange(40) < n
+        forced = subset.forced_rows(n, n0, 40)
+        K = hyper.MATERN.k(hyper.kernel_params(h), X, X)
+        key = jax.random.key(3)
+        if how == "gradient":
+            return subset.gradient_subset(key, subset.gradient_vectors(h, X, y, valid), valid, forced, M, 0.01)
+        if how == "random":
+            return subset.random_subset(key, valid, forced, M)
+        if how == "kmeanspp":
+            return subset.kmeanspp_subset(key, K, valid, forced, M)
+        return subset.pivoted_cholesky_subset(K, valid, forced, M)
+
+    forced = subset.forced_rows(jnp.asarray(30), n0, 40)
+    assert list(np.nonzero(np.asarray(forced))[0]) == [0, 1, 2, 3, 4, 29]
+    idx, mask = select(jnp.asarray(30))
+    idx = np.asarray(idx)[np.asarray(mask)]
+    assert len(idx) == M == len(set(idx.tolist()))
+    assert set(range(5)) | {29} <= set(idx.tolist()) and np.all(idx < 30)
+    # with fewer valid rows than M, every valid row is kept
+    i2, m2 = select(jnp.asarray(9))
+    assert sorted(np.asarray(i2)[np.asarray(m2)].tolist()) == list(range(9))
+
+
+def test_gradient_vectors_and_greedy_selection_match_a_dense_reference():
+    X, y, valid = _buffer(n_valid=25, cap=32)
+    h = hyper.GPHyper(jnp.log(jnp.array([0.3, 0.4])), jnp.log(1.0), jnp.log(1e-2))
+    G = np.asarray(jax.jit(subset.gradient_vectors)(h, X, y, valid))
+    n = 25
+    Xv, yv = np.asarray(X)[:n], np.asarray(y)[:n]
+    ys = (yv - yv.mean()) / yv.std()
+    Ainv = np.linalg.inv(matern_dense(Xv, Xv, np.array([0.3, 0.4]), 1.0) + 1e-2 * np.eye(n))
+    r = Ainv @ ys  # Eq. (3): the gradient of log p(y) w.r.t. y_i is -r_i
+    np.testing.assert_allclose(G[:n, :n], Ainv * r[:, None], rtol=1e-8, atol=1e-10)
+    assert np.all(G[n:] == 0) and np.all(G[:, n:] == 0)
+    # greedy min summed cosine similarity (sigma_d = 0: deterministic), written out in numpy
+    forced = subset.forced_rows(jnp.asarray(n), 4, 32)
+    idx, mask = jax.jit(subset.gradient_subset, static_argnums=4)(jax.random.key(0), jnp.asarray(G), valid,
+                                                                  forced, 10, 0.0)
+    Gn = G[:n] / np.linalg.norm(G[:n], axis=1, keepdims=True)
+    kept = [0, 1, 2, 3, n - 1]
+    while len(kept) < 10:
+        score = Gn @ Gn[kept].sum(0)
+        score[kept] = np.inf
+        kept.append(int(np.argmin(score)))
+    assert sorted(np.asarray(idx)[np.asarray(mask)].tolist()) == sorted(kept)
+
+
+def test_dynamic_buffer_size_follows_the_cost_model():
+    assert dynamic_buffer_size(20, 4.0, 70.0) == 102  # "M is usually around 100" (GSSBO §6.1)
+    sizes = [dynamic_buffer_size(20, z, 70.0) for z in (2, 4, 6, 8)]
+    assert sizes == sorted(sizes) and len(set(sizes)) == 4
+    for z in (2.0, 4.0, 8.0):  # pure cubic model: c(M) = M^3 > Z n0^3 first at ceil(n0 Z^(1/3))
+        m = dynamic_buffer_size(20, z, 0.0)
+        assert m ** 3 > z * 20 ** 3 >= (m - 1) ** 3
+    hyper_ = continuous.resolve_hyperparameters("gssbo", {"Z": 2.0}, 1000)
+    assert hyper_["M_resolved"] == dynamic_buffer_size(20, 2.0, 70.0)
+    assert continuous.resolve_hyperparameters("rssbo", {"M": 64}, 1000)["M_resolved"] == 64
+
+
+def test_nystrom_with_every_row_as_landmark_equals_the_exact_gp():
+    X, y, valid = _buffer(n_valid=20, cap=24, d=3)
+    h = hyper.GPHyper(jnp.log(jnp.array([0.4, 0.5, 0.6])), jnp.log(1.3), jnp.log(1e-2))
+    data = Data(X, jnp.where(valid, y, 0.0), valid.astype(X.dtype), jnp.asarray(20, jnp.int32))
+    Xq = jnp.asarray(np.random.default_rng(5).uniform(size=(7, 3)))
+
+    @jax.jit
+    def both(Xq):
+        idx, mask = subset.first_rows(valid, 24)
+        predict, _ = _nystrom_predict(h, data, idx, mask, valid, jnp.where(valid, y, 0.0))
+        idx8, mask8 = subset.first_rows(valid, 8)
+        few, _ = _nystrom_predict(h, data, idx8, mask8, valid, jnp.where(valid, y, 0.0))
+        return predict(Xq), hyper.predict(hyper.posterior(h, X, y, valid), Xq), few(Xq)
+
+    (m1, v1), (m2, v2), (_, v8) = both(Xq)
+    np.testing.assert_allclose(m1, m2, rtol=1e-7)
+    np.testing.assert_allclose(v1, v2, rtol=1e-5, atol=1e-10)
+    assert np.all(np.asarray(v8) >= np.asarray(v2) - 1e-10)  # fewer landmarks: DTC variance >= exact
+
+
+def test_repeated_evaluations_share_a_row_for_mini_meta_only():
+    data = Data(jnp.zeros((6, 2)), jnp.zeros(6), jnp.zeros(6), jnp.asarray(2, jnp.int32))
+    xs = jnp.tile(jnp.array([[0.1, 0.2]]), (8, 1))
+    ys = jnp.arange(8.0)
+    valid = (jnp.arange(8) >= 3) & (jnp.arange(8) < 6)  # a batch of three evaluations
+    merged = append_batch(data, xs, ys, valid, True, n0=2)
+    assert int(merged.n) == 3 and float(merged.count[2]) == 3 and float(merged.ysum[2]) == 3 + 4 + 5
+    plain = append_batch(data, xs, ys, valid, False, n0=2)
+    assert int(plain.n) == 5 and list(np.asarray(plain.ysum[2:5])) == [3, 4, 5]
+
+
+def test_bad_hyperparameters_are_clear_errors():
+    with pytest.raises(ValueError, match="algorithm.M=5"):
+        continuous.resolve_hyperparameters("gssbo", {"M": 5}, 100)
+    with pytest.raises(ValueError, match="algorithm.Z=1"):
+        continuous.resolve_hyperparameters("gssbo", {"Z": 1}, 100)
+    with pytest.raises(ValueError, match=r"no parameter\(s\) \['qbar'\]"):
+        continuous.resolve_hyperparameters("std_gp_ucb", {"qbar": 2}, 100)
+    with pytest.raises(ValueError, match="continuous-domain"):
+        continuous.resolve_hyperparameters("bbkb", {}, 100)
+    with pytest.raises(ValueError, match="optimises continuous problems"):
+        continuous.run("gssbo", make_problem("gp_sample", A=10), T=5)
+    with pytest.raises(ValueError, match="algorithm.n0=30"):
+        continuous.run("gssbo", make_problem("hartmann6"), T=20, params={"n0": 30})
+
+
+# ---------------------------------------------------------------------------------- runs on Hartmann6
+
+QUICK = {"n0": 10, "n_uniform": 512, "n_local": 128}
+T_QUICK = 60
+
+
+@pytest.fixture(scope="module")
+def hartmann_runs():
+    p = make_problem("hartmann6")
+    out = {}
+    for name in ("std_gp_ucb", "gssbo", "rssbo"):
+        params = {**QUICK, **({"M": 30} if name != "std_gp_ucb" else {})}
+        out[name] = continuous.run(name, p, T=T_QUICK, n_seeds=2, params=params, progress=False)
+    return p, out
+
+
+@pytest.mark.parametrize("name", ["std_gp_ucb", "gssbo", "rssbo"])
+def test_learns_on_hartmann6_below_uniform_random_search(hartmann_runs, name):
+    p, runs = hartmann_runs
+    res = runs[name]
+    regret = res.traces["instant_regret"]
+    assert np.all(regret >= -1e-9) and res.traces["x"].shape == (2, T_QUICK, 6)
+    unif = res.hyperparameters["uniform_mean"] - p.f_min  # expected instant regret of uniform search
+    after = regret[:, QUICK["n0"]:].mean(axis=1)  # the algorithm's own choices
+    assert np.all(after < 0.75 * unif), (after, unif)
+    assert np.all(res.regret_ratio < 1.0)
+    if name != "std_gp_ucb":  # the subset holds M = 30 rows once |D| > 30
+        assert np.all(res.traces["dict_size"][:, -1] == 30)
+    else:
+        assert np.all(res.traces["dict_size"][:, -1] == T_QUICK - 1)
+
+
+def test_growing_the_buffer_and_single_seed_runs_give_the_same_trajectories(hartmann_runs):
+    p, runs = hartmann_runs
+    ref = runs["gssbo"]
+    params = {**QUICK, "M": 30}
+    grown = continuous.run("gssbo", p, T=T_QUICK, n_seeds=2, params=params, progress=False, capacity=32)
+    assert grown.capacity_events == ["sample buffer capacity 32 -> 60"]
+    np.testing.assert_array_equal(grown.traces["x"], ref.traces["x"])
+    np.testing.assert_array_equal(grown.traces["query"], np.tile(np.arange(T_QUICK), (2, 1)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["kmeans_pp", "lr_first_m", "sparse_gp", "mini_gp_ucb"])
+def test_other_baselines_learn_on_hartmann6(name):
+    p = make_problem("hartmann6")
+    params = {**QUICK, **({"M": 30} if "M" in BO_ALGORITHMS[name].defaults else {})}
+    if "m" in BO_ALGORITHMS[name].defaults:
+        params["m"] = 20
+    res = continuous.run(name, p, T=T_QUICK, n_seeds=2, params=params, progress=False)
+    unif = res.hyperparameters["uniform_mean"] - p.f_min
+    assert np.all(res.traces["instant_regret"][:, QUICK["n0"]:].mean(axis=1) < 0.75 * unif)
+
+
+@pytest.mark.slow
+def test_vmap_equals_map_over_seeds():
+    p = make_problem("hartmann6")
+    kw = dict(T=30, n_seeds=2, params={"n0": 8, "M": 12, "n_uniform": 256, "n_local": 64}, progress=False)
+    a = continuous.run("gssbo", p, seed_axis="map", **kw)
+    b = continuous.run("gssbo", p, seed_axis="vmap", **kw)
+    np.testing.assert_allclose(a.traces["x"], b.traces["x"], atol=1e-6)
+
+
+# -------------------------------------------------------------------------------------------------- CLI
+
+def _cli(tmp_path, *overrides):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR" and not k.startswith("WANDB_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
+    cmd = [sys.executable, "-m", "sketchbo", f"hydra.run.dir={tmp_path}", "progress=false", *overrides]
+    return subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_cli_rejects_mismatched_algorithm_and_problem_before_running(tmp_path):
+    proc = _cli(tmp_path, "algorithm=gp_ucb", "problem=hartmann6", "T=30")
+    assert proc.returncode == 2 and "continuous domain" in proc.stderr and "gssbo" in proc.stderr
+    assert not (tmp_path / "summary.json").exists()
+
+
+@pytest.mark.slow
+def test_cli_runs_gssbo_on_hartmann6_and_writes_the_standard_result_files(tmp_path):
+    proc = _cli(tmp_path, "algorithm=gssbo", "problem=hartmann6", "T=30", "n_seeds=2", "algorithm.n0=10",
+                "algorithm.M=15", "algorithm.n_uniform=256", "algorithm.n_local=64")
+    assert proc.returncode == 0, proc.stderr
+    import json
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["algorithm"] == "gssbo" and summary["problem"] == "hartmann6"
+    assert summary["hyperparameters"]["M_resolved"] == 15 and summary["max_dict_size"] == [15, 15]
+    with np.load(tmp_path / "traces.npz") as tr:
+        assert tr["x"].shape == (2, 30, 6) and tr["instant_regret"].shape == (2, 30)
+        np.testing.assert_allclose(tr["instant_regret"].sum(1), summary["cumulative_regret"])

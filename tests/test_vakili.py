@@ -1,0 +1,235 @@
+"""Vakili et al. (ICML 2022): SVGP statistics, lambda_max, Theorem 3.5's width, recursive RLS and S-BPE."""
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sketchbo import runner
+from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build
+from sketchbo.algorithms.common import beta_vakili
+from sketchbo.algorithms.sbpe import batch_lengths
+from sketchbo.gp import exact, nystrom, rls, sparse_bounds
+from sketchbo.kernels import get_kernel, kernel_params
+from sketchbo.problems import make_problem
+
+RBF = get_kernel("rbf")
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _load(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+coverage = _load(REPO / "experiments" / "coverage.py")
+
+
+def _data(A=70, d=2, n=50, sigma2=0.3, seed=0):
+    rng = np.random.default_rng(seed)
+    arms = jnp.asarray(rng.uniform(-1, 1, (A, d)))
+    kp = kernel_params("rbf", d, sigma2=sigma2)
+    pulls = rng.integers(0, A // 2, n)  # repeats on purpose
+    y = rng.normal(size=n)
+    counts = np.bincount(pulls, minlength=A).astype(float)
+    ysum = np.bincount(pulls, weights=y, minlength=A)
+    return arms, kp, pulls, y, jnp.asarray(counts), jnp.asarray(ysum)
+
+
+def _k(kp, X, Y):
+    return np.asarray(RBF.k(kp, jnp.asarray(X), jnp.asarray(Y)))
+
+
+# ----------------------------------------------------------------------------- Eq. (4)-(5), lambda_max
+
+@pytest.mark.parametrize("tau2", [0.05, 0.5])
+def test_svgp_statistics_equal_the_dense_formulas_of_eq_4_and_5(tau2):
+    arms, kp, pulls, y, counts, ysum = _data()
+    z = np.array([1, 4, 9, 16, 25, 40, 55, 66])  # inducing points, some outside the data
+    u_idx, u_mask, _ = nystrom.pulled_list(counts, 64)
+    stats = sparse_bounds.svgp_statistics(RBF, kp, arms, RBF.diag(kp, arms), jnp.asarray(z, jnp.int32),
+                                          jnp.ones(z.size, bool), u_idx, u_mask, counts, ysum, tau2)
+    A_, X = np.asarray(arms), np.asarray(arms)[pulls]  # the n data rows, repeats included
+    K_AZ, K_ZZ, K_XZ = _k(kp, A_, A_[z]), _k(kp, A_[z], A_[z]), _k(kp, X, A_[z])
+    mean = K_AZ @ np.linalg.solve(tau2 * K_ZZ + K_XZ.T @ K_XZ, K_XZ.T @ y)  # Eq. (4)-(5)
+    var = (1.0 - np.sum(K_AZ * np.linalg.solve(K_ZZ, K_AZ.T).T, 1)
+           + np.sum(K_AZ * np.linalg.solve(K_ZZ + K_XZ.T @ K_XZ / tau2, K_AZ.T).T, 1))  # Eq. (4)
+    np.testing.assert_allclose(stats.mean, mean, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(stats.var, var, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(stats.var, tau2 * np.asarray(stats.post.var), rtol=1e-12)  # = lam s~^2_BKB
+
+
+def test_svgp_statistics_are_the_exact_gp_when_every_point_is_inducing():
+    arms, kp, _, _, counts, ysum = _data(seed=1)
+    idx, mask, _ = nystrom.exact_dictionary(counts, 64)
+    u_idx, u_mask, _ = nystrom.pulled_list(counts, 64)
+    stats = sparse_bounds.svgp_statistics(RBF, kp, arms, RBF.diag(kp, arms), idx, mask, u_idx, u_mask, counts,
+                                          ysum, 0.2)
+    mean, var = exact.dense_posterior(RBF, kp, arms, counts, ysum, 0.2)
+    np.testing.assert_allclose(stats.mean, mean, atol=1e-8)
+    np.testing.assert_allclose(stats.var, var, atol=1e-8)
+    lam_max = sparse_bounds.lambda_max(RBF, kp, arms, stats.post.W, idx, mask, u_idx, u_mask, counts)
+    assert float(lam_max) < 1e-8
+
+
+@pytest.mark.parametrize("n_inducing", [3, 12])
+def test_lambda_max_equals_a_dense_eigen_solver_over_the_pulls(n_inducing):
+    arms, kp, pulls, _, counts, ysum = _data(seed=2)
+    z = np.arange(n_inducing) * 5
+    z_idx = jnp.asarray(np.r_[z, np.zeros(4, int)], jnp.int32)
+    z_mask = jnp.arange(n_inducing + 4) < n_inducing  # padded capacity
+    u_idx, u_mask, _ = nystrom.pulled_list(counts, 64)
+    post = nystrom.posterior(RBF, kp, arms, RBF.diag(kp, arms), z_idx, z_mask, u_idx, u_mask, counts, ysum, 0.1)
+    lam_max = sparse_bounds.lambda_max(RBF, kp, arms, post.W, z_idx, z_mask, u_idx, u_mask, counts)
+    A_ = np.asarray(arms)
+    X = A_[pulls]
+    K_XZ = _k(kp, X, A_[z])
+    E = _k(kp, X, X) - K_XZ @ np.linalg.solve(_k(kp, A_[z], A_[z]), K_XZ.T)  # k_XX - kappa_XX, (n, n)
+    np.testing.assert_allclose(float(lam_max), np.linalg.eigvalsh(E)[-1], rtol=1e-7)
+
+
+def test_widths_follow_theorem_3_5_its_union_bound_and_corollary_3_7():
+    tau, C_k, R, delta, A = 0.5, 2.0, 0.3, 0.05, 1000
+    log_inv = math.log(1 / delta)
+    assert float(sparse_bounds.beta(tau ** 2, tau, C_k, R, log_inv)) == pytest.approx(
+        3 * C_k + R / tau * math.sqrt(2 * log_inv))  # lam_max <= tau^2: the 3 C_k of the paper
+    assert float(sparse_bounds.beta(0.0, tau, C_k, R, log_inv)) == pytest.approx(
+        float(sparse_bounds.beta_exact(tau, C_k, R, log_inv)) + C_k)
+    assert float(sparse_bounds.log_inv_delta_finite(delta, A)) == pytest.approx(math.log(A / delta))
+    n, k_max, d, c = 100, 1.0, 2, 1.0
+    c_mu = C_k * (1 + math.sqrt(n) * k_max / tau) + math.sqrt(n) * R / tau * math.sqrt(2 * math.log(4 * n / delta))
+    gamma = c * c_mu ** d * n ** d
+    b = (2 + math.sqrt(0.1) / tau) * C_k + R / tau * math.sqrt(2 * math.log(2 * gamma / delta))
+    width = sparse_bounds.continuous_width(0.2, n, 0.1, delta, tau, C_k, R, k_max, d, c)
+    assert float(width) == pytest.approx(2 / n + b * (0.2 + 2 / math.sqrt(n)))
+
+
+# ------------------------------------------------------------------------------------ recursive RLS
+
+@pytest.mark.parametrize("sigma2, tau2", [(1.0, 0.1), (0.5, 0.3), (2.0, 0.05)])
+def test_recursive_rls_meets_lambda_max_at_most_tau2_and_the_size_bound(sigma2, tau2):
+    rng = np.random.default_rng(3)
+    A, n, u_max = 300, 260, 256
+    arms = jnp.asarray(rng.uniform(-1, 1, (A, 2)))
+    kp = kernel_params("rbf", 2, sigma2=sigma2)
+    counts = jnp.asarray(np.bincount(rng.integers(0, A, n), minlength=A).astype(float))
+    u_idx, u_mask, _ = nystrom.pulled_list(counts, u_max)
+    kdiag = RBF.diag(kp, arms)
+
+    @jax.jit
+    def sample_and_report(key, qbar):
+        s = rls.recursive_rls(key, RBF, kp, arms, kdiag, u_idx, u_mask, counts, tau2, 0.1, u_max,
+                              rls.n_levels(u_max), c_base=12.0 * qbar, c_os=qbar)
+        return s, rls.report(RBF, kp, arms, s.idx, s.mask, u_idx, u_mask, counts, tau2, 0.1)
+
+    for qbar in (16.0, 1.0):  # Alg. 2's constants, then the practical scale-down
+        for seed in range(2):
+            s, rep = sample_and_report(jax.random.key(seed), qbar)
+            assert int(s.wanted) <= u_max and int(rep.m) == int(s.wanted)
+            assert float(rep.lam_max) <= float(rep.tau2), (qbar, seed, float(rep.lam_max))
+            assert float(rep.m) <= float(rep.m_bound)
+            assert int(rep.n) == n
+    # the practical constants really subsample (else the check above would be vacuous): m < unique points
+    assert int(rep.m) < int(jnp.sum(u_mask))
+
+
+# ---------------------------------------------------------------------------------- coverage, S-BPE
+
+def test_vakili_bound_holds_at_every_arm_in_at_least_1_minus_delta_of_200_trials():
+    deltas = [0.2, 0.05]
+    out = coverage.run_trials(n_arms=80, n_obs=60, n_centers=6, sigma2=1.0, lam=0.2, C_k=1.0, qbar=0.5,
+                              n_trials=200, seed=1, deltas=deltas)
+    frac = out["all_arms"].mean(axis=0)  # trials in which Thm 3.5 with delta/|X| holds at every arm
+    assert np.all(frac >= 1 - np.asarray(deltas)), frac
+    assert np.all(out["lam_max"] <= 0.2)  # RLS met lambda_max <= tau^2 in every trial
+    assert out["m"].mean() < out["n_unique"].mean()  # with a real (sub-sampled) inducing set
+    for method in coverage.METHODS:  # per-arm coverage at nominal 1 - delta
+        assert np.all(out[method].mean(axis=0) >= 1 - np.asarray(deltas)), method
+
+
+def _sbpe_trials(n_trials, A=60, T=60, lam=0.01, C_k=3.0, seed=4):
+    """S-BPE (the registry's algorithm, the runner's round) on n_trials functions of RKHS norm C_k."""
+    arms = coverage.make_arms(A, seed)
+    kp = kernel_params("rbf", 2, sigma2=1.0)
+    alg = build(ALGORITHMS["sbpe"], Static(A=A, d=2, T=T, m_max=32, u_max=32, kernel="rbf", beta_family="bbkb",
+                                            beta_mode="code", resample="code", batch_rule="schedule"))
+    params = Params(*(jnp.asarray(v) for v in (lam, 0.5, 1.0, C_k, 0.1, math.sqrt(lam), 0.0)), kernel=kp)
+    round_ = runner._make_round(alg, T)
+    n_rounds = len(batch_lengths(T))
+
+    def one(key):
+        k_f, k_run = jax.random.split(key)
+        f, _ = coverage.rkhs_function(k_f, arms, kp, 6, C_k)
+        keys = runner.SeedKeys(*jax.random.split(k_run, 4))
+        tr = runner.Traces(query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
+                           dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32),
+                           overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32))
+        carry = (alg.init(keys.init, ArmSet(arms), params), tr)
+        noise = jax.random.normal(keys.noise, (T,), dtype=arms.dtype)
+        state, tr = jax.lax.fori_loop(0, n_rounds, lambda _, c: round_(c, keys, params, f, noise, params.xi), carry)
+        return f, state.active, tr
+
+    return jax.jit(jax.vmap(one))(jax.random.split(jax.random.key(seed), n_trials))
+
+
+def test_sbpe_never_eliminates_the_optimum_on_functions_of_known_rkhs_norm():
+    f, active, tr = _sbpe_trials(200)
+    f, active = np.asarray(f), np.asarray(active)
+    assert not np.any(np.asarray(tr.overflow))
+    assert np.all(np.asarray(tr.query) >= 0)  # all T pulls happened
+    assert np.all(active[np.arange(f.shape[0]), f.argmax(axis=1)])  # the optimum survives every elimination
+    assert active.sum(axis=1).mean() < f.shape[1]  # and the eliminations are not vacuous
+
+
+def test_sbpe_learns_on_a_small_gp_sample():
+    """Cumulative regret below half of uniform play's."""
+    problem = make_problem("gp_sample", A=200, d=2, sigma2=0.1, seed=0)
+    res = runner.run("sbpe", problem, T=300, n_seeds=1, progress=False,
+                     params={"lam": 0.01, "F": 1.0, "m_max": 96, "u_max": 160})
+    assert not res.capacity_events
+    assert np.all(res.regret_ratio < 0.5), res.regret_ratio
+    sizes = np.bincount(res.traces["batch_index"][0])
+    assert tuple(sizes) == batch_lengths(300)  # N_i = ceil(sqrt(T N_{i-1})), the last one cut at T
+
+
+# -------------------------------------------------------------------------------------- beta: vakili
+
+def test_beta_vakili_mode_uses_lambda_max_of_the_current_dictionary():
+    problem = make_problem("gp_sample", A=80, d=2, sigma2=0.2, seed=1)
+    arms = jnp.asarray(problem.arms)
+    kp = kernel_params("rbf", 2, sigma2=0.2)
+    static = Static(A=80, d=2, T=20, m_max=32, u_max=32, kernel="rbf", beta_family="bkb", beta_mode="vakili",
+                    resample="code", batch_rule="sequential")
+    alg = build(ALGORITHMS["bkb"], static)
+    params = Params(*(jnp.asarray(v) for v in (0.1, 0.5, 1.0, 2.0, 0.05, 0.3, 0.0)), kernel=kp)
+    select, update, resparsify = jax.jit(alg.select), jax.jit(alg.update), jax.jit(alg.resparsify)
+    state = alg.init(jax.random.key(0), ArmSet(arms), params)
+    f = jnp.asarray(problem.f)
+    for t in range(12):
+        q, state, _ = select(jax.random.key(t), state, params)
+        queries = jnp.full((20,), -1, jnp.int32).at[0].set(q)
+        state, _ = update(state, queries, f[jnp.maximum(queries, 0)], params)
+        state, info = resparsify(jax.random.key(100 + t), state, params)
+    # lambda_max recomputed densely over the pulls against the dictionary held now
+    X = np.asarray(arms)[np.repeat(np.arange(80), np.asarray(state.counts).astype(int))]
+    Z = np.asarray(arms)[np.asarray(state.dict_idx)[np.asarray(state.dict_mask)]]
+    K_XZ = _k(kp, X, Z)
+    lam_max = max(np.linalg.eigvalsh(_k(kp, X, X) - K_XZ @ np.linalg.pinv(_k(kp, Z, Z)) @ K_XZ.T)[-1], 0.0)
+    expected = (2 * math.sqrt(0.1) + math.sqrt(lam_max)) * 2.0 + 0.3 * math.sqrt(2 * math.log(80 / 0.05))
+    assert float(info["beta"]) == pytest.approx(expected, rel=1e-6, abs=1e-6)
+    assert float(beta_vakili(params, 0.0, 80)) < float(info["beta"]) or lam_max < 1e-12
+
+
+def test_beta_vakili_is_refused_for_the_exact_engine_before_compiling():
+    problem = make_problem("gp_sample", A=30, d=2, seed=0)
+    with pytest.raises(ValueError, match="algorithm.beta"):
+        runner.run("gp_ucb", problem, T=5, params={"beta": "vakili"}, progress=False)
+    res = runner.run("bbkb", problem, T=20, n_seeds=1, params={"beta": "vakili", "F": 1.0}, progress=False)
+    assert np.isfinite(res.cumulative_regret).all()

@@ -10,6 +10,7 @@ GP-UCB's time with R_N within 20% of GP-UCB's on Hartmann6.
     python scripts/bench_gssbo.py                  # N = 1000 (long on a CPU: the exact GP is O(N^3) per step)
     python scripts/bench_gssbo.py --quick          # N = 100, seconds per run after compilation
     python scripts/bench_gssbo.py --N 400 --seeds 2 --out results/bench_gssbo_400.json
+    python scripts/bench_gssbo.py --N 400 --variant gssbo:selection=pivoted gssbo:keep_best=true
 
 Prints a table and writes the JSON (``--out``, default ``results/bench_gssbo.json``).
 """
@@ -27,6 +28,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
+import yaml  # noqa: E402
 
 from sketchbo import continuous, tracking  # noqa: E402
 from sketchbo.algorithms import BO_ALGORITHMS  # noqa: E402
@@ -38,12 +40,27 @@ PROBLEMS = ("hartmann6", "powell50")
 REFERENCE = "std_gp_ucb"
 
 
-def measure(algorithm: str, problem, N: int, seeds: int, progress: bool) -> dict:
-    res = continuous.run(algorithm, problem, T=N, n_seeds=seeds, progress=progress)
+def parse_variant(text: str) -> tuple[str, dict]:
+    """``"gssbo:selection=pivoted,keep_best=true"`` -> ("gssbo", {"selection": "pivoted", "keep_best": True})."""
+    name, _, rest = text.partition(":")
+    params = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, raw = item.partition("=")
+        if not eq:
+            raise ValueError(f"--variant {text!r}: {item!r} is not key=value")
+        params[key] = yaml.safe_load(raw)
+    if name not in BO_ALGORITHMS:
+        raise ValueError(f"--variant {text!r}: {name!r} is not one of {sorted(BO_ALGORITHMS)}")
+    return name, params
+
+
+def measure(algorithm: str, problem, N: int, seeds: int, progress: bool, params: dict | None = None,
+            label: str | None = None) -> dict:
+    res = continuous.run(algorithm, problem, T=N, n_seeds=seeds, progress=progress, params=params)
     per_seed = 1.0 / seeds if res.device.startswith("cpu") else 1.0  # lax.map on CPU: seeds one after another
     regret = np.asarray(res.traces["instant_regret"])
     return {
-        "algorithm": algorithm, "problem": problem.name, "N": N, "n_seeds": seeds,
+        "algorithm": label or algorithm, "params": dict(params or {}), "problem": problem.name, "N": N, "n_seeds": seeds,
         "exec_time_s": float(np.sum(res.round_time_s) * per_seed),
         "compile_time_s": float(res.compile_time_s), "wall_time_s": float(res.wall_time_s),
         "cumulative_regret": float(np.mean(res.cumulative_regret)),
@@ -84,12 +101,15 @@ def main(argv=None) -> dict:
     parser.add_argument("--seeds", type=int, default=1, help="seeds per run (default 1)")
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=sorted(CONTINUOUS_PROBLEMS))
     parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), choices=sorted(BO_ALGORITHMS))
+    parser.add_argument("--variant", nargs="*", default=[], metavar="ALG:KEY=VALUE,...",
+                        help="extra rows with non-default parameters, e.g. gssbo:selection=pivoted")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "bench_gssbo.json", help="JSON file written")
     parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     N = args.N if args.N is not None else (100 if args.quick else 1000)
     if N < 21 or args.seeds < 1:
         parser.error(f"--N={N} must be > 20 (the initial design) and --seeds={args.seeds} >= 1")
+    variants = [parse_variant(v) for v in args.variant]
     t0 = time.perf_counter()
     rows = []
     for name in args.problems:
@@ -97,6 +117,9 @@ def main(argv=None) -> dict:
         for algorithm in args.algorithms:
             rows.append(measure(algorithm, problem, N, args.seeds, not args.no_progress))
             print(f"{name} {algorithm}: {rows[-1]['exec_time_s']:.1f} s", file=sys.stderr, flush=True)
+        for text, (algorithm, params) in zip(args.variant, variants):
+            rows.append(measure(algorithm, problem, N, args.seeds, not args.no_progress, params, text))
+            print(f"{name} {text}: {rows[-1]['exec_time_s']:.1f} s", file=sys.stderr, flush=True)
     add_ratios(rows)
     report = {"N": N, "seeds": args.seeds, "rows": rows, "total_wall_s": time.perf_counter() - t0,
               "device": rows[0]["device"] if rows else "", "host": platform.node(), "jax": jax.__version__}

@@ -62,6 +62,9 @@ _FLOATS = {
 }
 
 
+_SELECTIONS = ("gradient", "pivoted")  # gssbo: Eq. (1) gradient diversity, or greedy pivoted Cholesky (PROTOCOLS §9)
+
+
 def _float(name, value, ok, allowed):
     try:
         v = float(value)
@@ -91,6 +94,10 @@ def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict
     for key, (ok, allowed) in _FLOATS.items():
         if key in hyper:
             hyper[key] = _float(f"algorithm.{key}", hyper[key], ok, allowed)
+    if "selection" in hyper and hyper["selection"] not in _SELECTIONS:
+        raise invalid_value("algorithm.selection", hyper["selection"], f"one of {list(_SELECTIONS)}")
+    if "keep_best" in hyper and not isinstance(hyper["keep_best"], bool):
+        raise invalid_value("algorithm.keep_best", hyper["keep_best"], "true or false")
     if hyper["n0"] > T:
         raise invalid_value("algorithm.n0", hyper["n0"], f"the initial design cannot exceed T={T}")
     if hyper["n_starts"] > hyper["n_uniform"] + hyper["n_local"]:
@@ -247,7 +254,8 @@ def run(algorithm: str, problem: ContinuousProblem, *, T: int, n_seeds: int = 1,
     carry, noise, static = None, None, None
     while True:
         new_static = BOStatic(variant=algorithm, d=problem.d, T=T, cap=cap, n0=hyper["n0"], M=M,
-                              fit_steps=hyper["fit_steps"], acq=acq_static)
+                              fit_steps=hyper["fit_steps"], acq=acq_static,
+                              selection=hyper.get("selection", "gradient"), keep_best=hyper.get("keep_best", False))
         init_c, chunk_c, cs = _compiled(algorithm, problem, new_static, seed_axis, rounds_per_call, keys, pvals, xi)
         compile_s += cs
         if carry is None:

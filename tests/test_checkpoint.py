@@ -22,7 +22,7 @@ from sketchbo.runner import run
 from sketchbo.tracking import TRACE_KEYS
 
 REPO = Path(__file__).resolve().parent.parent
-# the conformance suite's problem (test_algorithms.py); with KWARGS, one compiled program per algorithm serves
+# the conformance suite's problem (test_algorithms.py); with kwargs(), one compiled program per algorithm serves
 # this file and test_reliability.py
 SMALL = make_problem("gp_sample", A=120, d=2, sigma2=0.2, seed=1)
 CAPACITY = make_problem("gp_sample", A=100, d=2, sigma2=0.2, seed=2)

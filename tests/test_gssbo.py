@@ -175,6 +175,54 @@ def test_gradient_vectors_and_greedy_selection_match_a_dense_reference():
     assert sorted(np.asarray(idx)[np.asarray(mask)].tolist()) == sorted(kept)
 
 
+def _subset_state(variant, n=40, M=16, d=3, cap=48, **static_kw):
+    """A subset-BO state holding n samples of a smooth function of d inputs, and its factory."""
+    from sketchbo.algorithms import BOParams, BOStatic, build_bo
+    static = BOStatic(variant=variant, d=d, T=cap, cap=cap, n0=6, M=M, fit_steps=5,
+                      acq=acquisition.AcqStatic(256, 64, 2, 5), **static_kw)
+    alg = build_bo(BO_ALGORITHMS[variant], static)
+    f = jnp.asarray
+    params = BOParams(beta_c=f(0.2), sigma_d2=f(0.01), C=f(1.0), lr_fit=f(0.05), lr_acq=f(0.01), local_scale=f(0.05))
+    rng = np.random.default_rng(7)
+    X = rng.uniform(size=(cap, d))
+    X[n - 5] = X[n - 4] + 1e-3  # a near-duplicate pair
+    y = np.sin(4 * X).sum(1) + X[:, 0]
+    state = alg.init(jax.random.key(0), None, params)
+    state, _ = alg.update(state, f(X), f(y), jnp.arange(cap) < n, params)
+    return alg, params, state._replace(t=jnp.asarray(n, jnp.int32)), X[:n], y[:n]
+
+
+@pytest.mark.parametrize("variant,kw", [("gssbo", {}), ("rssbo", {}), ("gssbo", {"selection": "pivoted"}),
+                                        ("gssbo", {"keep_best": True})])
+def test_resparsify_ucb_is_the_dense_gp_on_the_chosen_rows_with_the_global_step(variant, kw):
+    """The planned query's UCB is mu + sqrt(beta_t) sigma of an exact GP on D[idx] alone (targets standardised
+    over the subset), beta_t = 0.2 d log(2t) with t the global step, and the subset keeps its forced rows."""
+    n, M, d = 40, 16, 3
+    alg, params, state, X, y = _subset_state(variant, n, M, d, **kw)
+    new, info = jax.jit(alg.resparsify)(jax.random.key(1), state, params)
+    idx = np.asarray(new.sub_idx)[np.asarray(new.sub_mask)]
+    assert len(idx) == M == len(set(idx.tolist())) and set(range(6)) | {n - 1} <= set(idx.tolist())
+    if kw.get("keep_best"):
+        assert int(np.argmax(y)) in idx
+    if kw.get("selection") == "pivoted":  # the same rows as the plain pivoted Cholesky with forced pivots
+        K = hyper.MATERN.k(hyper.kernel_params(state.hyper), jnp.asarray(np.vstack([X, np.zeros((8, d))])),
+                           jnp.asarray(np.vstack([X, np.zeros((8, d))])))
+        ref, rmask = subset.pivoted_cholesky_subset(K, jnp.arange(48) < n, subset.forced_rows(n, 6, 48), M)
+        assert sorted(np.asarray(ref)[np.asarray(rmask)].tolist()) == sorted(idx.tolist())
+    h = new.hyper
+    ls, sc, s2 = np.exp(np.asarray(h.log_ls)), float(np.exp(h.log_scale)), float(np.exp(h.log_noise))
+    Xs, ys = X[idx], y[idx]
+    z = (ys - ys.mean()) / ys.std()
+    A = matern_dense(Xs, Xs, ls, sc) + s2 * np.eye(M)
+    xq = np.asarray(new.next_x)[None]
+    kq = matern_dense(xq, Xs, ls, sc)[0]
+    mu = ys.mean() + ys.std() * kq @ np.linalg.solve(A, z)
+    var = ys.std() ** 2 * (sc - kq @ np.linalg.solve(A, kq))
+    beta = 0.2 * d * np.log(2 * (n + 1))  # the planned query is step n + 1
+    assert float(info["beta"]) == pytest.approx(beta, rel=1e-12)
+    assert float(info["ucb"]) == pytest.approx(mu + np.sqrt(beta) * np.sqrt(max(var, 0.0)), rel=1e-6, abs=1e-9)
+
+
 def test_dynamic_buffer_size_follows_the_cost_model():
     assert dynamic_buffer_size(20, 4.0, 70.0) == 102  # "M is usually around 100" (GSSBO §6.1)
     sizes = [dynamic_buffer_size(20, z, 70.0) for z in (2, 4, 6, 8)]
@@ -229,6 +277,12 @@ def test_bad_hyperparameters_are_clear_errors():
         continuous.resolve_hyperparameters("bbkb", {}, 100)
     with pytest.raises(ValueError, match="optimises continuous problems"):
         continuous.run("gssbo", make_problem("gp_sample", A=10), T=5)
+    with pytest.raises(ValueError, match="algorithm.selection='nearest'"):
+        continuous.resolve_hyperparameters("gssbo", {"selection": "nearest"}, 100)
+    with pytest.raises(ValueError, match="algorithm.keep_best='yes'"):
+        continuous.resolve_hyperparameters("rssbo", {"keep_best": "yes"}, 100)
+    with pytest.raises(ValueError, match=r"no parameter\(s\) \['selection'\]"):
+        continuous.resolve_hyperparameters("rssbo", {"selection": "pivoted"}, 100)
     with pytest.raises(ValueError, match="algorithm.n0=30"):
         continuous.run("gssbo", make_problem("hartmann6"), T=20, params={"n0": 30})
 

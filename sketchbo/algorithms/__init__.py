@@ -68,13 +68,14 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
 _BO = {"n0": 20, "beta_c": 0.2, "fit_steps": 20, "lr_fit": 0.05, "n_uniform": 2048, "n_local": 512,
        "n_starts": 4, "acq_steps": 25, "lr_acq": 0.01, "local_scale": 0.05}
 # M: subset size, or null for the dynamic rule with factor Z (subset_bo.dynamic_buffer_size; Z = 4 -> M = 102)
-_SUBSET = {**_BO, "M": None, "Z": 4.0, "n_overhead": 70.0}
+# keep_best: also force the best observed sample into the subset (our option, not the paper's; default off)
+_SUBSET = {**_BO, "M": None, "Z": 4.0, "n_overhead": 70.0, "keep_best": False}
 
 BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
     "std_gp_ucb": AlgorithmSpec("std_gp_ucb", "Standard GP-UCB: exact GP on all samples", "continuous", False,
                                 dict(_BO), "sequential"),
     "gssbo": AlgorithmSpec("gssbo", "GSSBO: exact GP on M samples chosen by gradient diversity", "continuous",
-                           False, {**_SUBSET, "sigma_d2": 0.01}, "sequential"),
+                           False, {**_SUBSET, "sigma_d2": 0.01, "selection": "gradient"}, "sequential"),
     "rssbo": AlgorithmSpec("rssbo", "RSSBO: exact GP on M samples, the rest chosen at random", "continuous",
                            False, dict(_SUBSET), "sequential"),
     "kmeans_pp": AlgorithmSpec("kmeans_pp", "exact GP on M samples chosen by k-means++ in the RKHS",

@@ -65,6 +65,8 @@ class BOStatic(NamedTuple):
     fit_steps: int  # Adam steps of the hyperparameter fit per round
     acq: acquisition.AcqStatic  # sizes of the acquisition maximiser
     n_incumbents: int = 5  # best observed points whose perturbations are candidates
+    selection: str = "gradient"  # gssbo's subset rule: "gradient" (Eq. 1) or "pivoted" (PROTOCOLS §9 option)
+    keep_best: bool = False  # also force the best observed sample into the subset (our option, not the paper's)
 
 
 class BOParams(NamedTuple):
@@ -193,12 +195,17 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
         """Alg. 1 L12-14: the model's rows (with the previous round's hyperparameters)."""
         data = state.data
         forced = subset.forced_rows(data.n, n0, cap)
+        if static.keep_best:  # our option (not in the paper): the incumbent is never forgotten
+            forced = forced | (jnp.arange(cap) == jnp.argmax(jnp.where(valid, y, -jnp.inf)))
         if selection == "all":
             return jnp.arange(M, dtype=jnp.int32), valid
         if selection == "first":
             return subset.first_rows(valid, M)
         if selection == "random":
             return subset.random_subset(key, valid, forced, M)
+        if selection == "gradient" and static.selection == "pivoted":  # appendix: greedy Nyström columns
+            K = MATERN.k(hyper.kernel_params(state.hyper), data.x, data.x)
+            return subset.pivoted_cholesky_subset(K, valid, forced, M)
         if selection == "gradient":
             G = subset.gradient_vectors(state.hyper, data.x, y, valid)
             return subset.gradient_subset(key, G, valid, forced, M, params.sigma_d2)

@@ -17,6 +17,10 @@ the posterior engine:
 
 Subsets of GSSBO, RSSBO and k-means++ hold M rows once |D| > M; before that the GP uses all of D (Alg. 1,
 L17). M is fixed (``M``) or set by the dynamic rule with factor Z (:func:`dynamic_buffer_size`).
+Options (static): ``selection = "pivoted"`` makes GSSBO pick its free members by greedy pivoted Cholesky,
+the greedy Nyström column selection the appendix proves equivalent to gradient diversity in the noiseless
+limit (PROTOCOLS §9's option); ``keep_best`` also forces the best observed sample into the subset of GSSBO,
+RSSBO and k-means++ (our option, not the paper's; default off).
 
 The round structure of the runner (DESIGN §2) carries over: ``select`` returns the planned query (a point
 of the uniform initial design for t < n0), ``update`` appends the batch to D, and ``resparsify`` does the

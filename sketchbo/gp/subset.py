@@ -92,6 +92,13 @@ def gradient_subset(key, G, valid, forced, M: int, sigma_d2):
     ``G`` (n, n): gradient vector of row i in row i. Each vector gets N(0, sigma_d2 I) noise on its valid
     components, then is normalised. Starting from the forced rows, M - |kept| times: add the valid row whose
     normalised vector has the smallest summed cosine similarity to the kept ones.
+
+    Behaviour to know: an isolated sample has psi_i close to e_i / k_ii, nearly orthogonal to every other
+    vector (summed similarity ~ 0), whereas samples in clusters (e.g. around the incumbent) can have negative
+    sums, so they are added first and isolated exploration samples are the first left out. The subset GP
+    then forgets those regions and UCB may query them again (measured on Hartmann6: most of GSSBO's
+    high-regret queries after the switch land next to a dropped sample). ``selection = "pivoted"`` in
+    ``subset_bo`` keeps the isolated samples instead.
     """
     w = valid.astype(G.dtype)
     noisy = (G + jnp.sqrt(sigma_d2) * row_normals(key, G.shape[0], G.dtype) * w[None, :]) * w[:, None]

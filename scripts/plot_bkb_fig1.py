@@ -12,8 +12,6 @@ in the file) and writes ``bkb_fig1.png`` and ``bkb_fig1.pdf``::
 """
 from __future__ import annotations
 
-import json
-import zipfile
 
 import numpy as np
 
@@ -27,16 +25,8 @@ HINT = "run `python experiments/bkb_fig1.py --out DIR` (or `scripts/reproduce.sh
 
 
 def load(results) -> dict:
-    path = results / FILENAME if results.is_dir() else results
-    if not path.is_file():
-        raise plots.ResultsError(f"{path} does not exist; {HINT}")
-    try:
-        with np.load(path) as npz:
-            data = {key: np.asarray(npz[key]) for key in KEYS}
-        data["settings"] = json.loads(str(data["settings"]))
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
-        raise plots.ResultsError(f"unreadable {path} ({type(err).__name__}: {err}); {HINT}") from err
-    return data
+    return plots.load_npz(results, FILENAME, KEYS, HINT)
+
 
 
 def main(argv=None):

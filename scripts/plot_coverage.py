@@ -13,11 +13,6 @@ the file) and writes ``coverage.png`` and ``coverage.pdf``::
 """
 from __future__ import annotations
 
-import json
-import zipfile
-
-import numpy as np
-
 from sketchbo import plots
 
 NAME = "coverage"
@@ -29,17 +24,9 @@ HINT = "run `python experiments/coverage.py --out DIR` (or `scripts/reproduce.sh
 
 
 def load(results) -> dict:
-    path = results / FILENAME if results.is_dir() else results
-    if not path.is_file():
-        raise plots.ResultsError(f"{path} does not exist; {HINT}")
-    try:
-        with np.load(path) as npz:
-            data = {key: np.asarray(npz[key]) for key in (*METHODS, "all_arms", "deltas", "settings", "m",
-                                                          "n_unique", "lam_max")}
-        data["settings"] = json.loads(str(data["settings"]))
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
-        raise plots.ResultsError(f"unreadable {path} ({type(err).__name__}: {err}); {HINT}") from err
-    return data
+    keys = (*METHODS, "all_arms", "deltas", "settings", "m", "n_unique", "lam_max")
+    return plots.load_npz(results, FILENAME, keys, HINT)
+
 
 
 def main(argv=None):

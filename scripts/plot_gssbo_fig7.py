@@ -8,8 +8,6 @@ and k-means++; colour = f(x) (darker = closer to the minimum), the global minimi
 """
 from __future__ import annotations
 
-import json
-import zipfile
 
 import numpy as np
 
@@ -24,18 +22,9 @@ PANELS = (("all", "Standard GP-UCB: all {n} samples"), ("gssbo", "GSSBO: {m} kep
 
 
 def load(results) -> dict:
-    path = results / FILENAME
-    if not results.is_dir():
-        raise plots.ResultsError(f"results directory {results} does not exist; {HINT}")
-    try:
-        with np.load(path) as npz:
-            data = {k: npz[k] for k in npz.files}
-        json.loads(str(data["settings"]))
-        for key in ("x", "f", "keep_gssbo", "keep_rssbo", "keep_kmeans_pp"):
-            data[key]  # noqa: B018 (presence check)
-    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as err:
-        raise plots.ResultsError(f"missing or unreadable {path} ({type(err).__name__}: {err}); {HINT}") from err
-    return data
+    return plots.load_npz(results, FILENAME, ("x", "f", "settings", "keep_gssbo", "keep_rssbo", "keep_kmeans_pp"),
+                          HINT)
+
 
 
 def main(argv=None):

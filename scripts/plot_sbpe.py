@@ -22,22 +22,7 @@ def main(argv=None):
     parser = plots.figure_parser(__doc__.splitlines()[0], "directory holding the runs (searched recursively)")
     args = parser.parse_args(argv)
     results = plots.load_results(args.results, HINT)
-    problems = plots.problems_of(results)
-    plt = plots.pyplot()
-    fig, axes = plt.subplots(len(problems), 2, figsize=(9, 3.6 * len(problems)), squeeze=False)
-    handles = {}
-    for row, problem in zip(axes, problems):
-        for algorithm in plots.ordered({r.algorithm for r in results if r.problem == problem}):
-            res = plots.pick(results, problem, algorithm)
-            t = plots.steps(res)
-            handles[algorithm] = plots.band(row[0], t, plots.cumulative_regret(res), algorithm)
-            plots.band(row[1], t, plots.regret_ratio(res), algorithm)
-        T = max(r.T for r in results if r.problem == problem)
-        seeds = sorted({r.n_seeds for r in results if r.problem == problem})
-        row[0].set_ylabel(f"{problem}\ncumulative regret $R_t$")
-        row[1].set_ylabel(r"$R_t / R_t^{\mathrm{unif}}$")
-        row[0].set_title(f"{problem} (T = {T}, {'/'.join(map(str, seeds))} seeds, mean ± std)", loc="left",
-                         fontsize=10)
+    fig, handles = plots.regret_rows(results, with_time=False)
     return plots.finish_with_legend(fig, handles, args.out or args.results, NAME)
 
 

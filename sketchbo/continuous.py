@@ -31,7 +31,7 @@ from sketchbo.algorithms.subset_bo import VARIANTS, dynamic_buffer_size, grow
 from sketchbo.problems.continuous import ContinuousProblem, estimate_uniform_mean, value
 from sketchbo.runner import (
     RunResult, SeedKeys, _check_run_args, _default_seed_axis, _over_seeds, _Progress, check_int, invalid_value,
-    seed_keys,
+    seed_keys, with_defaults,
 )
 
 
@@ -81,13 +81,7 @@ def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict
     if algorithm not in BO_ALGORITHMS:
         raise ValueError(f"algorithm={algorithm!r} is not a continuous-domain algorithm; choose one of "
                          f"{sorted(BO_ALGORITHMS)}")
-    spec = BO_ALGORITHMS[algorithm]
-    params = dict(params or {})
-    params.pop("name", None)
-    unknown = sorted(set(params) - set(spec.defaults))
-    if unknown:
-        raise ValueError(f"algorithm {algorithm!r} has no parameter(s) {unknown}; it takes {sorted(spec.defaults)}")
-    hyper = {**spec.defaults, **params}
+    hyper = with_defaults(algorithm, BO_ALGORITHMS[algorithm].defaults, params)
     for key, lo in _INTS.items():
         if key in hyper:
             hyper[key] = check_int(f"algorithm.{key}", hyper[key], lo)

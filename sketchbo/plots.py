@@ -133,6 +133,23 @@ def load_results(root, hint: str = "") -> list[Result]:
     return results
 
 
+def load_npz(results, filename: str, keys, hint: str = "") -> dict:
+    """The arrays ``keys`` of ``<results>/<filename>`` (or of the file ``results``), with the JSON string
+    ``settings`` decoded when present; ResultsError naming the file when it is missing or unreadable."""
+    results = Path(results)
+    path = results / filename if results.is_dir() else results
+    if not path.is_file():
+        raise ResultsError(f"{path} does not exist; {hint}")
+    try:
+        with np.load(path) as npz:
+            data = {key: np.asarray(npz[key]) for key in keys}
+        if "settings" in data:
+            data["settings"] = json.loads(str(data["settings"]))
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+        raise ResultsError(f"unreadable {path} ({type(err).__name__}: {err}); {hint}") from err
+    return data
+
+
 def problems_of(results) -> list[str]:
     """Problem names in the order abalone, cadata, then the others sorted."""
     names = {r.problem for r in results}
@@ -265,6 +282,34 @@ def band(ax, x, curves, algorithm: str | None = None, name: str | None = None, *
     (handle,) = ax.plot(x, mean, label=name or (label(algorithm) if algorithm else None), **kwargs)
     ax.fill_between(x, mean - std, mean + std, color=handle.get_color(), alpha=0.2, lw=0)
     return handle
+
+
+def regret_rows(results, with_time: bool = False):
+    """One row per problem: R_t and R_t / R_t^unif (and, ``with_time``, the time up to t on a log scale),
+    mean ± std over seeds for every algorithm found. Returns ``(fig, legend handles)``."""
+    problems = problems_of(results)
+    n_panels = 3 if with_time else 2
+    fig, axes = pyplot().subplots(len(problems), n_panels, figsize=(4.3 * n_panels + 0.4, 3.6 * len(problems)),
+                                  squeeze=False)
+    handles = {}
+    for row, problem in zip(axes, problems):
+        for algorithm in ordered({r.algorithm for r in results if r.problem == problem}):
+            res = pick(results, problem, algorithm)
+            t = steps(res)
+            handles[algorithm] = band(row[0], t, cumulative_regret(res), algorithm)
+            band(row[1], t, regret_ratio(res), algorithm)
+            if with_time:
+                band(row[2], t, cumulative_time(res), algorithm)
+        T = max(r.T for r in results if r.problem == problem)
+        seeds = sorted({r.n_seeds for r in results if r.problem == problem})
+        row[0].set_ylabel(f"{problem}\ncumulative regret $R_t$")
+        row[1].set_ylabel(r"$R_t / R_t^{\mathrm{unif}}$")
+        if with_time:
+            row[2].set_ylabel("time (s, one seed)")
+            row[2].set_yscale("log")
+        row[0].set_title(f"{problem} (T = {T}, {'/'.join(map(str, seeds))} seeds, mean ± std)", loc="left",
+                         fontsize=10)
+    return fig, handles
 
 
 def save_figure(fig, out_dir, name: str) -> list[Path]:

@@ -109,19 +109,25 @@ def _check_float(name, value, ok, allowed):
     return v
 
 
+def with_defaults(algorithm: str, defaults: dict, params) -> dict:
+    """``defaults`` completed by the user's ``params`` (a dict; its ``name`` key, Hydra's group name, ignored);
+    ValueError naming any parameter the algorithm does not take."""
+    if params is not None and not isinstance(params, dict):
+        raise invalid_value("params", params, "pass a dict of hyperparameters, e.g. {'lam': 0.2}")
+    params = dict(params or {})
+    params.pop("name", None)
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        raise ValueError(f"algorithm {algorithm!r} has no parameter(s) {unknown}; it takes {sorted(defaults)}")
+    return {**defaults, **params}
+
+
 def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict:
     """Defaults completed by ``params``; every value checked. Raises ValueError naming the parameter."""
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm={algorithm!r} is not a known algorithm; choose one of {sorted(ALGORITHMS)}")
     spec = ALGORITHMS[algorithm]
-    if params is not None and not isinstance(params, dict):
-        raise invalid_value("params", params, "pass a dict of hyperparameters, e.g. {'lam': 0.2}")
-    params = dict(params or {})
-    params.pop("name", None)
-    unknown = sorted(set(params) - set(spec.defaults))
-    if unknown:
-        raise ValueError(f"algorithm {algorithm!r} has no parameter(s) {unknown}; it takes {sorted(spec.defaults)}")
-    hyper = {**spec.defaults, **params}
+    hyper = with_defaults(algorithm, spec.defaults, params)
     checks = {
         "lam": (lambda v: v > 0, "it must be a finite number > 0"),
         "qbar": (lambda v: v > 0, "it must be a finite number > 0"),

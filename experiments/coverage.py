@@ -25,6 +25,7 @@ import argparse
 import json
 from pathlib import Path
 
+import sketchbo  # noqa: F401  (first: sets OPENBLAS_NUM_THREADS before numpy loads OpenBLAS)
 import jax
 
 jax.config.update("jax_enable_x64", True)
@@ -103,14 +104,21 @@ def trial(key, arms, kparams, deltas, n_obs, n_centers, lam, C_k, qbar, u_max):
     return out
 
 
+# Trials are vmapped TRIAL_CHUNK at a time (lax.map with batch_size): with jax/jaxlib 0.10.2 on CPU, one vmap
+# over >= 64 of these trials (batched eigh inside while loops) deadlocks in the XLA:CPU runtime (all worker
+# threads idle, the execution never completes; reproduced with 64 and 100 trials, not with 40).
+TRIAL_CHUNK = 25
+
+
 def run_trials(n_arms, n_obs, n_centers, sigma2, lam, C_k, qbar, n_trials, seed, deltas):
-    """Every trial, vmapped; numpy arrays with a leading trial axis."""
+    """Every trial, vmapped in chunks of ``TRIAL_CHUNK``; numpy arrays with a leading trial axis."""
     arms = make_arms(n_arms, seed)
     kparams = kernel_params("rbf", 2, sigma2=sigma2)
     u_max = min(n_arms, n_obs)
     keys = jax.random.split(jax.random.key(seed), n_trials)
-    fn = jax.jit(jax.vmap(lambda k: trial(k, arms, kparams, jnp.asarray(deltas), n_obs, n_centers, lam, C_k,
-                                          qbar, u_max)))
+    fn = jax.jit(lambda ks: jax.lax.map(
+        lambda k: trial(k, arms, kparams, jnp.asarray(deltas), n_obs, n_centers, lam, C_k, qbar, u_max), ks,
+        batch_size=TRIAL_CHUNK))
     out = {k: np.asarray(v) for k, v in fn(keys).items()}
     if np.any(out["wanted"] > u_max):
         raise RuntimeError("the RLS sample overflowed its capacity")  # cannot happen: u_max = all data

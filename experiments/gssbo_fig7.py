@@ -19,6 +19,7 @@ import argparse
 import json
 from pathlib import Path
 
+import sketchbo  # noqa: F401  (first: sets OPENBLAS_NUM_THREADS before numpy loads OpenBLAS)
 import jax
 
 jax.config.update("jax_enable_x64", True)

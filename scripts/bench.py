@@ -42,6 +42,7 @@ import sys
 import time
 from pathlib import Path
 
+import sketchbo  # noqa: F401  (first: sets OPENBLAS_NUM_THREADS before numpy loads OpenBLAS)
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+import sketchbo  # noqa: F401  (first: sets OPENBLAS_NUM_THREADS before numpy loads OpenBLAS)
 import jax
 
 jax.config.update("jax_enable_x64", True)

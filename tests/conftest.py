@@ -2,7 +2,9 @@
 import os
 import tempfile
 
-import jax
+import sketchbo  # noqa: F401  (first: sets OPENBLAS_NUM_THREADS before numpy loads OpenBLAS, for subprocesses too)
+
+import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 # CLI subprocesses of the tests share one persistent compilation cache, private to this test session.

@@ -176,7 +176,8 @@ def _sbpe_trials(n_trials, A=60, T=60, lam=0.01, C_k=3.0, seed=4):
         state, tr = jax.lax.fori_loop(0, n_rounds, lambda _, c: round_(c, keys, params, f, noise, params.xi), carry)
         return f, state.active, tr
 
-    return jax.jit(jax.vmap(one))(jax.random.split(jax.random.key(seed), n_trials))
+    keys = jax.random.split(jax.random.key(seed), n_trials)
+    return jax.jit(lambda ks: jax.lax.map(one, ks, batch_size=coverage.TRIAL_CHUNK))(keys)  # see TRIAL_CHUNK
 
 
 def test_sbpe_never_eliminates_the_optimum_on_functions_of_known_rkhs_norm():

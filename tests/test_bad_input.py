@@ -489,7 +489,8 @@ def test_corrupted_data_files_are_rejected(tmp_path):
 def test_at_least_500_bad_inputs_were_tried():
     expected = {"run arguments", "hyperparameters", "kernels", "problems", "problem factories",
                 "optimizer arguments", "tells", "CLI configs", "data files"}
-    if set(EXAMPLES) != expected:
-        pytest.skip(f"only part of this file ran ({sorted(EXAMPLES)})")
     print(f"bad inputs tried: {sum(EXAMPLES.values())} {EXAMPLES}")
-    assert sum(EXAMPLES.values()) >= 500, EXAMPLES
+    assert EXAMPLES and set(EXAMPLES) <= expected, EXAMPLES
+    assert min(EXAMPLES.values()) >= 50, EXAMPLES  # every group that ran tried enough examples
+    if set(EXAMPLES) == expected:  # the whole file ran (not a -k selection)
+        assert sum(EXAMPLES.values()) >= 500, EXAMPLES

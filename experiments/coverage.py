@@ -23,7 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
+
+# see TRIAL_CHUNK below: XLA:CPU's multi-threaded Eigen pool can wedge on these vmapped trials
+if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
 import sketchbo  # noqa: F401  (first: sets OPENBLAS_NUM_THREADS before numpy loads OpenBLAS)
 import jax
@@ -104,9 +109,10 @@ def trial(key, arms, kparams, deltas, n_obs, n_centers, lam, C_k, qbar, u_max):
     return out
 
 
-# Trials are vmapped TRIAL_CHUNK at a time (lax.map with batch_size): with jax/jaxlib 0.10.2 on CPU, one vmap
-# over >= 64 of these trials (batched eigh inside while loops) deadlocks in the XLA:CPU runtime (all worker
-# threads idle, the execution never completes; reproduced with 64 and 100 trials, not with 40).
+# Trials are vmapped TRIAL_CHUNK at a time (lax.map with batch_size) and XLA:CPU's multi-threaded Eigen is off
+# (above): with jaxlib 0.10.2 on CPU a vmap over >= 64 of these trials (batched eigh inside while loops) hung in
+# the XLA:CPU runtime (every worker idle, the execution never completing); the chunks alone still hung once
+# under load.
 TRIAL_CHUNK = 25
 
 

@@ -23,12 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
-
-# see TRIAL_CHUNK below: XLA:CPU's multi-threaded Eigen pool can wedge on these vmapped trials
-if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
 import sketchbo  # noqa: F401  (first: sets OPENBLAS_NUM_THREADS before numpy loads OpenBLAS)
 import jax
@@ -109,22 +104,20 @@ def trial(key, arms, kparams, deltas, n_obs, n_centers, lam, C_k, qbar, u_max):
     return out
 
 
-# Trials are vmapped TRIAL_CHUNK at a time (lax.map with batch_size) and XLA:CPU's multi-threaded Eigen is off
-# (above): with jaxlib 0.10.2 on CPU a vmap over >= 64 of these trials (batched eigh inside while loops) hung in
-# the XLA:CPU runtime (every worker idle, the execution never completing); the chunks alone still hung once
-# under load.
-TRIAL_CHUNK = 25
+# Trials run one after another (lax.map), not vmapped: a vmap batches the eigh of every trial into one LAPACK
+# call that jaxlib 0.10.2 splits over its CPU thread pool (jax::ParallelBatchMap), and two such calls running at
+# once can wait on each other for ever (seen under gdb: both pool threads parked in ParallelBatchMap's
+# BlockingCounter). Reproduced with one vmap over >= 64 trials, and under load with 25-trial chunks.
 
 
 def run_trials(n_arms, n_obs, n_centers, sigma2, lam, C_k, qbar, n_trials, seed, deltas):
-    """Every trial, vmapped in chunks of ``TRIAL_CHUNK``; numpy arrays with a leading trial axis."""
+    """Every trial, one after another in one program (see above); numpy arrays with a leading trial axis."""
     arms = make_arms(n_arms, seed)
     kparams = kernel_params("rbf", 2, sigma2=sigma2)
     u_max = min(n_arms, n_obs)
     keys = jax.random.split(jax.random.key(seed), n_trials)
     fn = jax.jit(lambda ks: jax.lax.map(
-        lambda k: trial(k, arms, kparams, jnp.asarray(deltas), n_obs, n_centers, lam, C_k, qbar, u_max), ks,
-        batch_size=TRIAL_CHUNK))
+        lambda k: trial(k, arms, kparams, jnp.asarray(deltas), n_obs, n_centers, lam, C_k, qbar, u_max), ks))
     out = {k: np.asarray(v) for k, v in fn(keys).items()}
     if np.any(out["wanted"] > u_max):
         raise RuntimeError("the RLS sample overflowed its capacity")  # cannot happen: u_max = all data

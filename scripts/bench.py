@@ -261,11 +261,17 @@ def t_of(algorithm: str, T: int | None) -> int:
     return T if T is not None else LONG_T.get(algorithm, SHORT_T)
 
 
-def group_protocols(suite: Suite, cfg: dict) -> dict:
+def protocol_cases(suite: Suite, cfg: dict):
+    """``(problem name, problem, algorithm, T)`` of every algorithm on every selected protocol problem."""
     for name in cfg["problems"]:
         problem = suite.problems.get(name)
         for algorithm in cfg["algorithms"]:
-            suite.case("protocols", algorithm, problem, t_of(algorithm, cfg["T"]))
+            yield name, problem, algorithm, t_of(algorithm, cfg["T"])
+
+
+def group_protocols(suite: Suite, cfg: dict) -> dict:
+    for _, problem, algorithm, T in protocol_cases(suite, cfg):
+        suite.case("protocols", algorithm, problem, T)
     return {}
 
 
@@ -273,39 +279,33 @@ def group_seeds(suite: Suite, cfg: dict) -> dict:
     """Sequential runs first: their first run compiles, as the one-program cases do."""
     ratios = {}
     S = cfg["seeds"]
-    for name in cfg["problems"]:
-        problem = suite.problems.get(name)
-        for algorithm in cfg["algorithms"]:
-            T = t_of(algorithm, cfg["T"])
-            seq = suite.case("seeds", algorithm, problem, T, S, "sequential")
-            one = run_row("one seed", "seeds", [suite.result(algorithm, problem, T)[0]], seq["A"], "map", (None, None))
-            prefix = f"{algorithm}/{name}/S={S}"
-            for axis in ("map", "vmap"):
-                row = suite.case("seeds", algorithm, problem, T, S, axis)
-                ratios[f"{prefix}/{axis}_vs_sequential_exec"] = row["exec_s"] / seq["exec_s"]
-                ratios[f"{prefix}/{axis}_vs_sequential_wall"] = row["wall_s"] / seq["wall_s"]
-                ratios[f"{prefix}/{axis}_vs_one_seed_exec"] = row["exec_s"] / one["exec_s"]
-                ratios[f"{prefix}/{axis}_same_regret_as_sequential"] = bool(
-                    np.allclose(row["regret_ratio"], seq["regret_ratio"], rtol=1e-9, atol=1e-12))
+    for name, problem, algorithm, T in protocol_cases(suite, cfg):
+        seq = suite.case("seeds", algorithm, problem, T, S, "sequential")
+        one = run_row("one seed", "seeds", [suite.result(algorithm, problem, T)[0]], seq["A"], "map", (None, None))
+        prefix = f"{algorithm}/{name}/S={S}"
+        for axis in ("map", "vmap"):
+            row = suite.case("seeds", algorithm, problem, T, S, axis)
+            ratios[f"{prefix}/{axis}_vs_sequential_exec"] = row["exec_s"] / seq["exec_s"]
+            ratios[f"{prefix}/{axis}_vs_sequential_wall"] = row["wall_s"] / seq["wall_s"]
+            ratios[f"{prefix}/{axis}_vs_one_seed_exec"] = row["exec_s"] / one["exec_s"]
+            ratios[f"{prefix}/{axis}_same_regret_as_sequential"] = bool(
+                np.allclose(row["regret_ratio"], seq["regret_ratio"], rtol=1e-9, atol=1e-12))
     return ratios
 
 
 def group_dtype(suite: Suite, cfg: dict) -> dict:
     ratios = {}
     S = cfg["seeds"]
-    for name in cfg["problems"]:
-        problem = suite.problems.get(name)
-        for algorithm in cfg["algorithms"]:
-            T = t_of(algorithm, cfg["T"])
-            r64, r32 = (suite.case("dtype", algorithm, problem, T, S, "map", dt) for dt in ("float64", "float32"))
-            diff = np.asarray(r32["regret_ratio"]) - np.asarray(r64["regret_ratio"])
-            prefix = f"{algorithm}/{name}/S={S}"
-            ratios[f"{prefix}/float32_vs_float64_exec"] = r32["exec_s"] / r64["exec_s"]
-            ratios[f"{prefix}/float32_vs_float64_wall"] = r32["wall_s"] / r64["wall_s"]
-            ratios[f"{prefix}/regret_ratio_float64"] = r64["regret_ratio_mean"]
-            ratios[f"{prefix}/regret_ratio_float32"] = r32["regret_ratio_mean"]
-            ratios[f"{prefix}/regret_ratio_f32_minus_f64_mean"] = float(diff.mean())
-            ratios[f"{prefix}/regret_ratio_f32_minus_f64_max_abs"] = float(np.abs(diff).max())
+    for name, problem, algorithm, T in protocol_cases(suite, cfg):
+        r64, r32 = (suite.case("dtype", algorithm, problem, T, S, "map", dt) for dt in ("float64", "float32"))
+        diff = np.asarray(r32["regret_ratio"]) - np.asarray(r64["regret_ratio"])
+        prefix = f"{algorithm}/{name}/S={S}"
+        ratios[f"{prefix}/float32_vs_float64_exec"] = r32["exec_s"] / r64["exec_s"]
+        ratios[f"{prefix}/float32_vs_float64_wall"] = r32["wall_s"] / r64["wall_s"]
+        ratios[f"{prefix}/regret_ratio_float64"] = r64["regret_ratio_mean"]
+        ratios[f"{prefix}/regret_ratio_float32"] = r32["regret_ratio_mean"]
+        ratios[f"{prefix}/regret_ratio_f32_minus_f64_mean"] = float(diff.mean())
+        ratios[f"{prefix}/regret_ratio_f32_minus_f64_max_abs"] = float(np.abs(diff).max())
     return ratios
 
 

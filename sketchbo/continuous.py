@@ -30,8 +30,8 @@ from sketchbo.algorithms import BO_ALGORITHMS, BOParams, BOStatic, build_bo
 from sketchbo.algorithms.subset_bo import VARIANTS, dynamic_buffer_size, grow
 from sketchbo.problems.continuous import ContinuousProblem, estimate_uniform_mean, value
 from sketchbo.runner import (
-    RunResult, SeedKeys, _check_run_args, _default_seed_axis, _over_seeds, _Progress, check_int, invalid_value,
-    seed_keys, with_defaults,
+    RunResult, SeedKeys, _check_run_args, _default_seed_axis, _over_seeds, _Progress, check_float, check_int,
+    compiled_program, invalid_value, seed_keys, with_defaults,
 )
 
 
@@ -65,16 +65,6 @@ _FLOATS = {
 _SELECTIONS = ("gradient", "pivoted")  # gssbo: Eq. (1) gradient diversity, or greedy pivoted Cholesky (PROTOCOLS §9)
 
 
-def _float(name, value, ok, allowed):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise invalid_value(name, value, allowed) from None
-    if isinstance(value, bool) or not math.isfinite(v) or not ok(v):
-        raise invalid_value(name, value, allowed)
-    return v
-
-
 def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict:
     """Defaults completed by ``params``, every value checked (ValueError naming the parameter), and the
     subset size resolved: ``M_resolved`` (fixed M or the dynamic rule) for the subset variants."""
@@ -87,7 +77,7 @@ def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict
             hyper[key] = check_int(f"algorithm.{key}", hyper[key], lo)
     for key, (ok, allowed) in _FLOATS.items():
         if key in hyper:
-            hyper[key] = _float(f"algorithm.{key}", hyper[key], ok, allowed)
+            hyper[key] = check_float(f"algorithm.{key}", hyper[key], ok, allowed)
     if "selection" in hyper and hyper["selection"] not in _SELECTIONS:
         raise invalid_value("algorithm.selection", hyper["selection"], f"one of {list(_SELECTIONS)}")
     if "keep_best" in hyper and not isinstance(hyper["keep_best"], bool):
@@ -180,25 +170,12 @@ def make_program(alg, problem: ContinuousProblem, static: BOStatic, seed_axis: s
     return jax.jit(init_all), jax.jit(chunk_all, donate_argnums=(1,))
 
 
-_PROGRAMS: dict = {}
-_MAX_PROGRAMS = 32
-
-
 def _compiled(algorithm, problem, static, seed_axis, rounds_per_call, keys, params, xi):
-    key = (algorithm, problem.name, problem.d, problem.fn, static, seed_axis, rounds_per_call, keys.init.shape,
-           str(params.beta_c.dtype))
-    if key in _PROGRAMS:
-        return (*_PROGRAMS[key], 0.0)
-    init_fn, chunk_fn = make_program(build_bo(BO_ALGORITHMS[algorithm], static), problem, static, seed_axis,
-                                     rounds_per_call)
-    tc = time.perf_counter()
-    init_c = init_fn.lower(keys, params, xi).compile()
-    carry, noise = jax.eval_shape(init_fn, keys, params, xi)
-    chunk_c = chunk_fn.lower(keys, carry, noise, params, xi).compile()
-    if len(_PROGRAMS) >= _MAX_PROGRAMS:
-        _PROGRAMS.pop(next(iter(_PROGRAMS)))
-    _PROGRAMS[key] = (init_c, chunk_c)
-    return init_c, chunk_c, time.perf_counter() - tc
+    key = ("continuous", algorithm, problem.name, problem.d, problem.fn, static, seed_axis, rounds_per_call,
+           keys.init.shape, str(params.beta_c.dtype))
+    return compiled_program(key, lambda: make_program(build_bo(BO_ALGORITHMS[algorithm], static), problem, static,
+                                                      seed_axis, rounds_per_call),
+                            (keys, params, xi), (params, xi))
 
 
 def _grown(carry, static: BOStatic, cap: int):

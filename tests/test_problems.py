@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import tarfile
 from pathlib import Path
@@ -44,12 +45,18 @@ def _shared_copy(filename: str) -> Path:
 # ----------------------------------------------------------------------------- datasets
 
 
+_ENV_DATA_DIR = os.environ.get(datasets.DATA_DIR_ENV)  # read at import, before any test patches the environment
+
+
 def _shared_path(filename: str) -> Path:
-    """The shared copy, looked up without the no_local_sources patch."""
-    for directory in datasets._PACKAGE_DIR.parents[1], datasets._PACKAGE_DIR.parents[0]:
-        if (directory / "shared" / "data" / filename).is_file():
-            return directory / "shared" / "data" / filename
-    raise AssertionError(f"{filename} not found beside the checkout (shared/data)")
+    """A verified copy of the real file, looked up without the no_local_sources patch: in
+    $SKETCHBO_DATA_DIR as the session started, else beside the checkout (shared/data)."""
+    candidates = [Path(_ENV_DATA_DIR)] if _ENV_DATA_DIR else []
+    candidates += [d / "shared" / "data" for d in (datasets._PACKAGE_DIR.parents[1], datasets._PACKAGE_DIR.parents[0])]
+    for directory in candidates:
+        if (directory / filename).is_file():
+            return directory / filename
+    raise AssertionError(f"{filename} not found in $SKETCHBO_DATA_DIR or beside the checkout (shared/data)")
 
 
 

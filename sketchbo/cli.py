@@ -160,8 +160,9 @@ def checkpoint_args(cfg: DictConfig, directory: Path) -> dict:
 
 def remove_checkpoint(directory: Path) -> None:
     """Delete a job's checkpoint and any temporary file that a write killed half-way left beside it."""
-    for path in [directory / CHECKPOINT_FILE, *directory.glob(f".{CHECKPOINT_FILE}.*.tmp")]:
-        path.unlink(missing_ok=True)
+    (directory / CHECKPOINT_FILE).unlink(missing_ok=True)
+    if directory.is_dir():
+        tracking.remove_temporaries(directory)
 
 
 def run_algorithm(algo: dict, problem, cfg: DictConfig, run_dir: Path, config: dict | None = None) -> dict:
@@ -186,7 +187,7 @@ def run_algorithm(algo: dict, problem, cfg: DictConfig, run_dir: Path, config: d
 
 def run_continuous(algo: dict, problem, cfg: DictConfig, run_dir: Path, config: dict) -> dict:
     """``run_algorithm`` for continuous domains (``sketchbo.continuous.run``; no kernel override: the
-    Matérn-5/2 ARD kernel is fitted; no checkpoints). The regret ratio's gap is E_u f - f_min."""
+    Matérn-5/2 ARD kernel is fitted). The regret ratio's gap is E_u f - f_min."""
     if algo["name"] not in BO_ALGORITHMS:
         raise ValueError(f"problem {problem.name!r} is a continuous domain; algorithm={algo['name']!r} runs on "
                          f"finite arm sets. Continuous algorithms: {sorted(BO_ALGORITHMS)}")
@@ -195,10 +196,12 @@ def run_continuous(algo: dict, problem, cfg: DictConfig, run_dir: Path, config: 
                          "Matérn-5/2 ARD kernel; use kernel=problem_default")
     result = continuous.run(algo["name"], problem, T=cfg.T, n_seeds=cfg.n_seeds, seed=cfg.seed,
                             params=hyperparameters(algo), dtype=cfg.dtype, seed_axis=cfg.seed_axis,
-                            progress=cfg.progress)
+                            progress=cfg.progress, **checkpoint_args(cfg, run_dir))
     gap = result.hyperparameters["uniform_mean"] - problem.f_min
-    return tracking.write_results(run_dir, result, config, uniform_gap=gap,
-                                  config_text=OmegaConf.to_yaml(OmegaConf.create(config)))
+    summary = tracking.write_results(run_dir, result, config, uniform_gap=gap,
+                                     config_text=OmegaConf.to_yaml(OmegaConf.create(config)))
+    remove_checkpoint(run_dir)
+    return summary
 
 
 def completed(run_dir: Path, config: dict) -> dict | None:

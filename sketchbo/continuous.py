@@ -13,11 +13,19 @@ on the seeds beside it. A host loop calls jitted chunks of rounds (progress, per
 Capacity: the sample buffer D has a static capacity that starts small and grows by about 1.5x when a seed
 needs more rows (DESIGN §3: capacities track the actual sizes; padded rows cost real time in an O(n^3)
 factorisation). Growing pads the state and recompiles; the trajectory is unchanged (a test).
+
+Checkpoints (``checkpoint=path, checkpoint_every=k``) work as in the finite runner and share its writer
+and reader (``runner.save_checkpoint``, ``runner.load_checkpoint``): after the first chunk that ends k or
+more rounds after the last write, the carry, the buffer capacity, the per-round times and the capacity
+events are written atomically; a run of the same identity (algorithm, problem incl. a fingerprint of its
+objective, hyperparameters, T, seeds, dtype, seed axis, chunk length, first capacity, jax version) resumes
+there and ends with the uninterrupted run's traces bit for bit; another run's checkpoint is ignored with a
+message naming what differs.
 """
 from __future__ import annotations
 
+import json
 import math
-import sys
 import time
 from typing import NamedTuple
 
@@ -25,13 +33,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sketchbo import acquisition
+from sketchbo import acquisition, tracking
 from sketchbo.algorithms import BO_ALGORITHMS, BOParams, BOStatic, build_bo
 from sketchbo.algorithms.subset_bo import VARIANTS, dynamic_buffer_size, grow
 from sketchbo.problems.continuous import ContinuousProblem, estimate_uniform_mean, value
+from sketchbo import runner
 from sketchbo.runner import (
-    RunResult, SeedKeys, _check_run_args, _default_seed_axis, _over_seeds, _Progress, check_float, check_int,
-    compiled_program, invalid_value, seed_keys, with_defaults,
+    RunResult, SeedKeys, _check_run_args, _default_seed_axis, _over_seeds, _Progress, check_checkpoint, check_float,
+    check_int, compiled_program, invalid_value, seed_keys, with_defaults,
 )
 
 
@@ -178,6 +187,32 @@ def _compiled(algorithm, problem, static, seed_axis, rounds_per_call, keys, para
                             (keys, params, xi), (params, xi))
 
 
+CHECKPOINT_FORMAT = "sketchbo.continuous.checkpoint/1"  # tag of the identity stored in every checkpoint
+FINGERPRINT_POINTS = 3  # objective values at fixed points of the cube, stored in a checkpoint's identity
+
+
+def objective_fingerprint(problem: ContinuousProblem) -> list[float]:
+    """f at FINGERPRINT_POINTS fixed interior points of [0, 1]^d (float64): two problems with the same
+    name but another objective (a custom one, other data) do not share checkpoints."""
+    u = (np.arange(1, FINGERPRINT_POINTS + 1)[:, None] * (0.5 + np.arange(problem.d)) / (problem.d + 1)) % 1.0
+    return [float(v) for v in jax.jit(jax.vmap(lambda x: value(problem, x)))(jnp.asarray(u, jnp.float64))]
+
+
+def run_identity(algorithm, problem, T, seeds, hyper, dtype, seed_axis, rounds_per_call, first_cap) -> dict:
+    """Everything a continuous run's trajectories depend on, as plain JSON (``runner.run_identity``'s
+    counterpart); the capacity a checkpoint was made at is stored beside it."""
+    identity = {
+        "format": CHECKPOINT_FORMAT, "jax": jax.__version__, "algorithm": algorithm,
+        "problem": {"name": problem.name, "d": problem.d, "lower": problem.lower, "upper": problem.upper,
+                    "f_min": problem.f_min, "noise_std": problem.noise_std,
+                    "objective": getattr(problem.fn, "__qualname__", type(problem.fn).__name__),
+                    "fingerprint": objective_fingerprint(problem)},
+        "hyperparameters": hyper, "T": T, "seeds": seeds, "dtype": dtype, "seed_axis": seed_axis,
+        "rounds_per_call": rounds_per_call, "first_capacity": first_cap,
+    }
+    return json.loads(json.dumps(tracking.to_jsonable(identity), allow_nan=True))
+
+
 def _grown(carry, static: BOStatic, cap: int):
     state, tr = carry
     return grow(state, static, cap), tr
@@ -185,13 +220,16 @@ def _grown(carry, static: BOStatic, cap: int):
 
 def run(algorithm: str, problem: ContinuousProblem, *, T: int, n_seeds: int = 1, seed: int = 0,
         params: dict | None = None, dtype: str = "float64", seed_axis: str = "auto", progress: bool = True,
-        rounds_per_call: int | None = None, capacity: int | None = None) -> RunResult:
+        rounds_per_call: int | None = None, capacity: int | None = None, checkpoint=None,
+        checkpoint_every: int | None = None) -> RunResult:
     """Run ``n_seeds`` seeds (``seed``, ``seed + 1``, ...) of a continuous-domain algorithm for T evaluations.
 
     Everything is validated before compilation (ValueError naming the parameter). ``params``: the
     algorithm's hyperparameters (``BO_ALGORITHMS[algorithm].defaults``). ``capacity``: the first capacity
     of the sample buffer (default :func:`initial_capacity`); it grows as needed. The result's traces hold
     ``x`` (n_seeds, T, d) besides the finite runner's keys (``query`` = the row of D of each query).
+    ``checkpoint`` (a file path) with ``checkpoint_every`` (rounds): save the run's progress there and
+    resume a run of the same identity from it (module docstring); the file is left in place at the end.
     """
     wall0 = time.perf_counter()
     if not isinstance(problem, ContinuousProblem):
@@ -200,6 +238,7 @@ def run(algorithm: str, problem: ContinuousProblem, *, T: int, n_seeds: int = 1,
                          f"{type(problem).__name__}")
     T, n_seeds, seed = _check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call)
     hyper = resolve_hyperparameters(algorithm, params, T)
+    ckpt_path, ckpt_every = check_checkpoint(checkpoint, checkpoint_every)
     cap = initial_capacity(T, hyper["n0"]) if capacity is None else check_int("capacity", capacity, hyper["n0"])
     cap = min(cap, T)
     if dtype == "float64":
@@ -222,7 +261,13 @@ def run(algorithm: str, problem: ContinuousProblem, *, T: int, n_seeds: int = 1,
     label = f"{algorithm}/{problem.name}"
     prog = _Progress(progress, label, T)
     compile_s, round_times, events = 0.0, [], []
-    carry, noise, static = None, None, None
+    carry, noise, static, saved = None, None, None, None
+    if ckpt_path is not None:
+        identity = run_identity(algorithm, problem, T, seeds, hyper, dtype, seed_axis, rounds_per_call, cap)
+        saved = runner.load_checkpoint(ckpt_path, identity, label)
+        if saved is not None:  # go on at the capacity (with the events and round times) of the checkpoint
+            cap, events, round_times = saved.capacities["cap"], list(saved.events), list(saved.round_times)
+    last_write = len(round_times)
     while True:
         new_static = BOStatic(variant=algorithm, d=problem.d, T=T, cap=cap, n0=hyper["n0"], M=M,
                               fit_steps=hyper["fit_steps"], acq=acq_static,
@@ -230,7 +275,10 @@ def run(algorithm: str, problem: ContinuousProblem, *, T: int, n_seeds: int = 1,
         init_c, chunk_c, cs = _compiled(algorithm, problem, new_static, seed_axis, rounds_per_call, keys, pvals, xi)
         compile_s += cs
         if carry is None:
-            carry, noise = init_c(keys, pvals, xi)
+            carry, noise = init_c(keys, pvals, xi)  # the noise derives from the keys: recomputed, not stored
+            if saved is not None:
+                carry = runner.restored(saved, carry)
+                runner.say_resuming(label, saved, int(np.min(carry[0].t)), T, int(np.max(carry[1].rounds)))
             prog.restart()
         else:
             carry = _grown(carry, static, cap)
@@ -254,6 +302,9 @@ def run(algorithm: str, problem: ContinuousProblem, *, T: int, n_seeds: int = 1,
             need = np.where(t_all == 0, hyper["n0"], 1)
             if np.any((t_all < T) & (np.asarray(state.data.n) + need > cap)):
                 break
+            if ckpt_path is not None and rounds - last_write >= ckpt_every:
+                runner.save_checkpoint(ckpt_path, identity, {"cap": cap}, events, rounds, round_times, carry)
+                last_write = rounds
         if done:
             break
         new_cap = next_capacity(cap, T)

@@ -366,11 +366,10 @@ CHECKPOINT_FORMAT = "sketchbo.runner.checkpoint/1"  # tag of the identity stored
 
 
 class Saved(NamedTuple):
-    """A checkpoint read back: the carry after ``calls`` chunks, made at capacities (m_max, u_max)."""
+    """A checkpoint read back: the carry after ``calls`` chunks, made at the static ``capacities``."""
 
     path: Path
-    m_max: int  # dictionary capacity the carry was made with
-    u_max: int  # pulled-arm capacity the carry was made with
+    capacities: dict  # static buffer sizes the carry was made with, e.g. {"m_max": 64, "u_max": 512}
     events: list  # capacity events of the run so far (messages)
     calls: int  # chunks of ``rounds_per_call`` rounds executed
     round_times: list  # (calls * rounds_per_call,) wall time per round so far
@@ -429,11 +428,12 @@ def _differing(a, b, prefix="") -> list[str]:
     return [] if a == b else [prefix[:-1]]
 
 
-def save_checkpoint(path: Path, identity: dict, m_max: int, u_max: int, events: list, calls: int,
+def save_checkpoint(path: Path, identity: dict, capacities: dict, events: list, calls: int,
                     round_times: list, carry) -> None:
-    """Write the carry and what is needed to go on from it to ``path`` atomically (tracking.atomic_savez)."""
+    """Write the carry and what is needed to go on from it to ``path`` atomically (tracking.atomic_savez).
+    Shared by both runners: ``capacities`` names the static buffer sizes the carry was made with."""
     leaves = jax.tree.leaves(carry)
-    meta = {"identity": identity, "m_max": int(m_max), "u_max": int(u_max), "events": list(events),
+    meta = {"identity": identity, "capacities": {k: int(v) for k, v in capacities.items()}, "events": list(events),
             "calls": int(calls), "n_leaves": len(leaves)}
     arrays = {f"carry_{k:04d}": np.asarray(leaf) for k, leaf in enumerate(leaves)}
     tracking.atomic_savez(path, meta=np.array(json.dumps(meta)),
@@ -450,7 +450,7 @@ def load_checkpoint(path: Path, identity: dict, label: str) -> Saved | None:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
             stored = meta["identity"]
-            saved = Saved(path, int(meta["m_max"]), int(meta["u_max"]), [str(e) for e in meta["events"]],
+            saved = Saved(path, {str(k): int(v) for k, v in meta["capacities"].items()}, [str(e) for e in meta["events"]],
                           int(meta["calls"]), data["round_times"].tolist(),
                           [data[f"carry_{k:04d}"] for k in range(int(meta["n_leaves"]))])
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
@@ -466,7 +466,13 @@ def load_checkpoint(path: Path, identity: dict, label: str) -> Saved | None:
     return saved
 
 
-def _restored(saved: Saved, carry):
+def say_resuming(label: str, saved: Saved, t: int, T: int, rounds: int) -> None:
+    caps = ", ".join(f"{k}={v}" for k, v in saved.capacities.items())
+    print(f"[{label}] resuming from checkpoint {saved.path} at t={t}/{T} (round {rounds}, {caps})",
+          file=sys.stderr, flush=True)
+
+
+def restored(saved: Saved, carry):
     """``carry``'s tree with the checkpoint's leaves, placed as ``carry``'s (ValueError when they do not fit)."""
     template, treedef = jax.tree.flatten(carry)
     if len(saved.leaves) != len(template):
@@ -492,11 +498,9 @@ def _execute(spec, static, T, keys, arms, params, f, xi, seed_axis, rounds_per_c
     carry, noise = init_c(keys, arms, params)  # the noise derives from the keys: recomputed, not stored
     round_times, calls = [], 0
     if resume is not None:
-        carry = _restored(resume, carry)
+        carry = restored(resume, carry)
         round_times, calls = list(resume.round_times), resume.calls
-        print(f"[{progress.label}] resuming from checkpoint {resume.path} at t={int(np.min(carry[0].t))}/{T} "
-              f"(round {int(np.max(carry[1].rounds))}, m_max={static.m_max}, u_max={static.u_max})",
-              file=sys.stderr, flush=True)
+        say_resuming(progress.label, resume, int(np.min(carry[0].t)), T, int(np.max(carry[1].rounds)))
     progress.restart()
     while True:
         t_call = time.perf_counter()
@@ -631,7 +635,7 @@ def run_grid(algorithm: str, problem: Problem, *, T: int, grid: dict | None = No
                                 rounds_per_call, n_dev)
         saved = load_checkpoint(ckpt_path, identity, label)
         if saved is not None:  # go on at the capacities (and with the events) of the checkpoint
-            m_max, u_max, events = saved.m_max, saved.u_max, list(saved.events)
+            m_max, u_max, events = saved.capacities["m_max"], saved.capacities["u_max"], list(saved.events)
     while True:
         static = Static(A=A, d=d, T=T, m_max=m_max, u_max=u_max, kernel=kname, beta_family=hyper.get("beta_family", "bbkb"),
                         beta_mode=hyper.get("beta", "code"), resample=hyper.get("resample", "code"),
@@ -643,7 +647,8 @@ def run_grid(algorithm: str, problem: Problem, *, T: int, grid: dict | None = No
 
             def on_chunk(carry, calls, round_times, m_max=m_max, u_max=u_max, events=list(events)):
                 if calls % every_calls == 0:
-                    save_checkpoint(ckpt_path, identity, m_max, u_max, events, calls, round_times, carry)
+                    save_checkpoint(ckpt_path, identity, {"m_max": m_max, "u_max": u_max}, events, calls,
+                                    round_times, carry)
         carry, noise, round_times, compile_s = _execute(
             spec, static, T, keys, arms, pvals, f, pvals.xi, seed_axis, rounds_per_call, n_dev,
             _Progress(progress, label, T), resume=saved, on_chunk=on_chunk)

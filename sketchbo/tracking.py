@@ -71,6 +71,16 @@ def _atomic_write(path: Path, write) -> Path:
     return path
 
 
+def remove_temporaries(directory) -> list[Path]:
+    """Delete the temporary files (``.<name>.<random>.tmp``) that an atomic write killed half-way (SIGKILL
+    leaves no chance to clean up) left in ``directory``; return them. Call it only while no atomic write
+    into ``directory`` is in flight."""
+    stale = [p for p in Path(directory).glob(".*.*.tmp") if p.is_file()]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
+
+
 def atomic_write_json(path, obj) -> Path:
     """Write ``obj`` (numpy values allowed) as indented JSON to ``path`` atomically."""
     text = json.dumps(to_jsonable(obj), indent=2, allow_nan=True) + "\n"
@@ -126,10 +136,12 @@ def write_results(run_dir, result, config: dict, uniform_gap: float | None = Non
     given), ``traces.npz``, the W&B runs when ``config["logger"]["name"]`` is ``wandb`` (see
     ``log_wandb``; ``uniform_gap`` = f* - mean f gives the per-round regret ratio), and
     ``summary.json``. A result with a ``summary.json`` is therefore complete, logged included.
+    Temporary files that an earlier, killed write left in ``run_dir`` are deleted first.
     """
     run_dir = Path(run_dir)
     arrays = trace_arrays(result)
     summary = summary_of(result, config)
+    remove_temporaries(run_dir)  # of an earlier write killed half-way
     (run_dir / "summary.json").unlink(missing_ok=True)
     if config_text is not None:
         atomic_write_text(run_dir / "config.yaml", config_text)

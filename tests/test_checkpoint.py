@@ -1,5 +1,6 @@
 """Interruption: checkpoints of the runner's carry, resumed bit for bit (in-process for every algorithm,
-with capacity growth, and with real SIGKILLed `python -m sketchbo` processes, single runs and multiruns)."""
+with capacity growth, and with real SIGKILLed `python -m sketchbo` processes, single runs and multiruns);
+the continuous runner's checkpoints and determinism (every GSSBO-family algorithm)."""
 from __future__ import annotations
 
 import json
@@ -16,7 +17,8 @@ import numpy as np
 import pytest
 
 import sketchbo.runner as runner
-from sketchbo.algorithms import ALGORITHMS
+from sketchbo import continuous
+from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS
 from sketchbo.problems import make_problem
 from sketchbo.runner import run
 from sketchbo.tracking import TRACE_KEYS
@@ -51,11 +53,11 @@ def interrupt_after(monkeypatch, n_saves, record=None):
     save = runner.save_checkpoint
     count = [0]
 
-    def save_then_stop(path, identity, m_max, u_max, *rest):
-        save(path, identity, m_max, u_max, *rest)
+    def save_then_stop(path, identity, capacities, *rest):
+        save(path, identity, capacities, *rest)
         count[0] += 1
         if record is not None:
-            record.append((m_max, u_max))
+            record.append(tuple(capacities.values()))
         if count[0] == n_saves:
             raise KeyboardInterrupt
 
@@ -273,3 +275,110 @@ def test_sigkilled_multirun_resumes_without_losing_or_redoing_jobs(tmp_path, ref
         assert summary["config"]["algorithm"]["qbar"] == qbar and summary["T"] == 1000
         assert not (job / "checkpoint.npz").exists()
     assert_same_traces(jobs[1] / "traces.npz", reference)  # qbar = 2 is bbkb's default: the reference run
+
+
+# ------------------------------------------------------------------------- continuous domains (GSSBO family)
+
+HARTMANN = make_problem("hartmann6")
+BO_TINY = {"n0": 6, "n_uniform": 128, "n_local": 32, "fit_steps": 20, "acq_steps": 5}
+
+
+def bo_kwargs(name, **extra):
+    """A short run whose buffer grows once (capacity 12 -> 24) and whose subsets bind (M = 10 < 24)."""
+    params = dict(BO_TINY)
+    if "M" in BO_ALGORITHMS[name].defaults:
+        params["M"] = 10
+    if "m" in BO_ALGORITHMS[name].defaults:
+        params["m"] = 8
+    return dict(T=24, params=params, progress=False, rounds_per_call=1, capacity=12, seed_axis="map", **extra)
+
+
+def assert_same_bo_run(a, b):
+    assert_same_run(a, b)
+    np.testing.assert_array_equal(a.traces["x"], b.traces["x"])
+
+
+@pytest.mark.parametrize("name", sorted(BO_ALGORITHMS))
+def test_continuous_runs_are_deterministic_and_resume_bit_for_bit(name, tmp_path, monkeypatch, capfd):
+    """Every continuous-domain algorithm: a second run, each seed run alone, and a run stopped after a
+    checkpoint and resumed all give the reference run's traces bit for bit (float64, CPU, seeds by map)."""
+    ref = continuous.run(name, HARTMANN, n_seeds=2, seed=3, **bo_kwargs(name))
+    assert ref.capacity_events == ["sample buffer capacity 12 -> 24"]
+    assert_same_bo_run(continuous.run(name, HARTMANN, n_seeds=2, seed=3, **bo_kwargs(name)), ref)
+    alone = [continuous.run(name, HARTMANN, n_seeds=1, seed=3 + i, **bo_kwargs(name)) for i in range(2)]
+    for key in (*TRACE_KEYS, "x"):
+        np.testing.assert_array_equal(np.concatenate([r.traces[key] for r in alone]), ref.traces[key], err_msg=key)
+    saves = []
+    with monkeypatch.context() as m:
+        interrupt_after(m, 10 ** 6, record=saves)  # the capacity of every write; never stops
+        path = tmp_path / "all.npz"
+        assert_same_bo_run(continuous.run(name, HARTMANN, n_seeds=2, seed=3, checkpoint=path, checkpoint_every=1,
+                                          **bo_kwargs(name)), ref)
+    assert saves[0] == (12,) and saves[-1] == (24,)  # writes before and after the growth step
+    first_after = saves.index((24,)) + 1
+    for n in (first_after - 1, first_after):  # stop at the last write before the growth, the first after it
+        path = tmp_path / f"ck{n}.npz"
+        with monkeypatch.context() as m:
+            interrupt_after(m, n)
+            with pytest.raises(KeyboardInterrupt):
+                continuous.run(name, HARTMANN, n_seeds=2, seed=3, checkpoint=path, checkpoint_every=1,
+                               **bo_kwargs(name))
+        assert path.is_file() and not list(tmp_path.glob(".*.tmp"))
+        capfd.readouterr()
+        resumed = continuous.run(name, HARTMANN, n_seeds=2, seed=3, checkpoint=path, checkpoint_every=1,
+                                 **bo_kwargs(name))
+        err = capfd.readouterr().err
+        assert 0 < resumed_at(err) < 24 and f"cap={saves[n - 1][0]})" in err
+        assert_same_bo_run(resumed, ref)
+
+
+def test_continuous_checkpoint_of_another_run_is_ignored(tmp_path, monkeypatch, capfd):
+    path = tmp_path / "ck.npz"
+    kw = bo_kwargs("rssbo")
+    with monkeypatch.context() as m:
+        interrupt_after(m, 2)
+        with pytest.raises(KeyboardInterrupt):
+            continuous.run("rssbo", HARTMANN, n_seeds=2, checkpoint=path, checkpoint_every=1, **kw)
+    stale = path.read_bytes()
+    capfd.readouterr()
+    other = {**kw, "params": {**kw["params"], "beta_c": 0.5}}
+    res = continuous.run("rssbo", HARTMANN, n_seeds=2, checkpoint=path, checkpoint_every=100, **other)
+    err = capfd.readouterr().err
+    assert "it belongs to a different run (differs in hyperparameters.beta_c)" in err and "resuming" not in err
+    assert_same_bo_run(res, continuous.run("rssbo", HARTMANN, n_seeds=2, **other))
+    # the same name with another objective is another run (the fingerprint of f)
+    path.write_bytes(stale)
+    shifted = HARTMANN._replace(fn=lambda x: HARTMANN.fn(x) + 1e-9)
+    continuous.run("rssbo", shifted, n_seeds=2, checkpoint=path, checkpoint_every=100, **kw)
+    err = capfd.readouterr().err
+    assert "differs in problem.fingerprint" in err and "resuming" not in err
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        continuous.run("rssbo", HARTMANN, n_seeds=2, checkpoint=path, **kw)
+
+
+@pytest.mark.parametrize("name", ["gssbo", pytest.param("sparse_gp", marks=pytest.mark.slow),
+                                  pytest.param("std_gp_ucb", marks=pytest.mark.slow)])
+def test_continuous_vmap_matches_map_to_float_tolerance(name):
+    """vmap over seeds is not bit-identical to map here (XLA:CPU emits batched reductions in another
+    order: 1 ulp per sum, README "Determinism"); the trajectories agree to 1e-5 over this run."""
+    kw = bo_kwargs(name)
+    a = continuous.run(name, HARTMANN, n_seeds=2, seed=3, **kw)
+    b = continuous.run(name, HARTMANN, n_seeds=2, seed=3, **{**kw, "seed_axis": "vmap"})
+    np.testing.assert_allclose(b.traces["x"], a.traces["x"], atol=1e-5)
+    np.testing.assert_array_equal(b.traces["batch_index"], a.traces["batch_index"])
+
+
+def test_temporaries_of_a_killed_write_are_removed_when_the_results_are_written(tmp_path):
+    """A SIGKILL during an atomic write leaves its temporary file (never a partial result file); the
+    next write of the job's results deletes it."""
+    from sketchbo import tracking
+    stale = [tmp_path / ".summary.json.k1x2.tmp", tmp_path / ".traces.npz.abc.tmp",
+             tmp_path / ".checkpoint.npz.zz9.tmp"]
+    for p in stale:
+        p.write_bytes(b"half")
+    keep = tmp_path / "notes.tmp"
+    keep.write_text("not ours")
+    res = run("bbkb", SMALL, **kwargs("bbkb"))
+    tracking.write_results(tmp_path, res, {"algorithm": {"name": "bbkb"}})
+    assert not any(p.exists() for p in stale) and keep.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.tmp", "summary.json", "traces.npz"]

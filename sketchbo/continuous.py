@@ -148,7 +148,7 @@ def make_program(alg, problem: ContinuousProblem, static: BOStatic, seed_axis: s
         state, tr = jax.lax.while_loop(lambda c: c[0].batch_open & (c[0].t < T),
                                        lambda c: select_step(c, keys, params, noise, xi), (state, tr))
         pos = jnp.arange(T)
-        valid = (pos >= t0) & (pos < state.t)
+        valid = (pos >= t0) & (pos < state.t) & jnp.isfinite(tr.reward)  # a NaN/inf of f never reaches the GP
         state, _ = alg.update(state, tr.x, tr.reward, valid, params)
         rows = jnp.where(valid, n_before + jnp.cumsum(valid) - 1, tr.row)
         if VARIANTS[static.variant][2]:  # merged repeats: every evaluation of the batch in one row
@@ -211,6 +211,26 @@ def run_identity(algorithm, problem, T, seeds, hyper, dtype, seed_axis, rounds_p
         "rounds_per_call": rounds_per_call, "first_capacity": first_cap,
     }
     return json.loads(json.dumps(tracking.to_jsonable(identity), allow_nan=True))
+
+
+def check_feedback(problem: ContinuousProblem, carry, seeds) -> None:
+    """Stop the run with a clear error at the first evaluation where the objective returned NaN or inf.
+    Such an evaluation was kept out of the GP's data (``round_``'s mask); this checks that too."""
+    state, tr = carry
+    t = np.asarray(state.t)
+    reward = np.asarray(tr.reward)
+    done = np.arange(reward.shape[1])[None, :] < t[:, None]
+    bad = done & ~np.isfinite(reward)
+    if not bad.any():
+        return
+    s, step = (int(v) for v in np.argwhere(bad)[0])
+    x = np.asarray(tr.x)[s, step]
+    gp_finite = bool(np.all(np.isfinite(np.asarray(state.data.ysum))))
+    assert gp_finite, "a non-finite evaluation reached the GP's data"
+    raise ValueError(f"problem {problem.name!r}: the objective returned {reward[s, step] + 0.0} (as reward -f + noise) "
+                     f"at x={np.array2string(x, precision=4)} (unit cube; seed {seeds[s]}, evaluation {step}). "
+                     "It was kept out of the GP (its data stayed finite); the run stops here and writes no "
+                     "results. Make f return finite values on the whole box, e.g. a large penalty for failures")
 
 
 def _grown(carry, static: BOStatic, cap: int):
@@ -295,6 +315,7 @@ def run(algorithm: str, problem: ContinuousProblem, *, T: int, n_seeds: int = 1,
             if rounds > rounds_before:
                 round_times.extend([dt / (rounds - rounds_before)] * (rounds - rounds_before))
             prog(int(t_all.min()), rounds)
+            check_feedback(problem, carry, seeds)
             if int(t_all.min()) >= T:
                 prog(int(t_all.min()), rounds, final=True)
                 done = True

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -382,3 +383,15 @@ def test_temporaries_of_a_killed_write_are_removed_when_the_results_are_written(
     tracking.write_results(tmp_path, res, {"algorithm": {"name": "bbkb"}})
     assert not any(p.exists() for p in stale) and keep.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.tmp", "summary.json", "traces.npz"]
+
+
+def test_a_non_finite_objective_value_stops_the_run_and_never_reaches_the_gp(tmp_path):
+    """A user objective returning NaN (inf) on part of the box: the run stops with an error naming the
+    evaluation; the check before the error verifies the GP's data stayed finite; nothing is written."""
+    for bad in (np.nan, np.inf):
+        broken = HARTMANN._replace(name="broken", fn=lambda x, bad=bad: jnp.where(x[0] > 0.6, bad, HARTMANN.fn(x)))
+        path = tmp_path / "ck.npz"
+        with pytest.raises(ValueError, match=r"problem 'broken': the objective returned -?(nan|inf) .* evaluation \d+\)"
+                                             r"\. It was kept out of the GP \(its data stayed finite\)"):
+            continuous.run("gssbo", broken, n_seeds=2, checkpoint=path, checkpoint_every=100, **bo_kwargs("gssbo"))
+        assert not path.exists() and not list(tmp_path.iterdir())

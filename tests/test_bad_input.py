@@ -23,8 +23,9 @@ from omegaconf import OmegaConf, open_dict
 
 import sketchbo.api as api
 import sketchbo.cli as cli
+import sketchbo.continuous as continuous
 import sketchbo.runner as runner
-from sketchbo.algorithms import ALGORITHMS
+from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS
 from sketchbo.kernels import KERNELS
 from sketchbo.problems import datasets, make_problem
 from sketchbo.problems.datasets import ABALONE_FILE, SHA256
@@ -51,6 +52,7 @@ def no_programs():
     """Building the runner's or the ask/tell API's programs fails the test; jitted helpers are left alone."""
     with pytest.MonkeyPatch.context() as m:
         m.setattr(runner, "make_program", boom)
+        m.setattr(continuous, "make_program", boom)
         m.setattr(runner, "_PROGRAMS", {})
         m.setattr(api, "_programs", boom)
         yield
@@ -484,11 +486,80 @@ def test_corrupted_data_files_are_rejected(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [ABALONE_FILE]  # nothing else was written
 
 
+# ------------------------------------------------------------------------------ continuous domains
+
+HARTMANN = make_problem("hartmann6")
+BO_RUN_ARGUMENTS = {**{k: RUN_ARGUMENTS[k] for k in ("T", "n_seeds", "seed", "rounds_per_call", "dtype",
+                                                     "seed_axis", "checkpoint_every", "checkpoint")},
+                    "capacity": bad_int(10, none_is_valid=True)}  # at least n0 (= 10 below)
+
+
+@st.composite
+def bad_bo_input(draw):
+    """(algorithm, run keyword arguments, name that the error must contain) with exactly one bad entry."""
+    algorithm = draw(st.sampled_from(sorted(BO_ALGORITHMS)))
+    defaults = BO_ALGORITHMS[algorithm].defaults
+    kwargs = {"T": 30, "params": {"n0": 10}}
+    kind = draw(st.sampled_from(["run", "int", "float", "choice", "unknown"]))
+    ints = [k for k in sorted(continuous._INTS) if k in defaults and k != "n0"] + (["M"] if "M" in defaults else [])
+    floats = [k for k in sorted(continuous._FLOATS) if k in defaults]
+    if kind == "run":
+        name = draw(st.sampled_from(sorted(BO_RUN_ARGUMENTS)))
+        kwargs[name] = draw(BO_RUN_ARGUMENTS[name])
+        if name == "checkpoint_every":
+            kwargs["checkpoint"] = None  # set to a file in the scratch directory by the test
+        elif name == "checkpoint":
+            kwargs["checkpoint_every"] = 1
+        return algorithm, kwargs, rf"\b{name}="
+    if kind == "int" and ints:
+        key = draw(st.sampled_from(ints))
+        lo = 11 if key == "M" else continuous._INTS[key]  # M > n0
+        kwargs["params"][key] = draw(bad_int(lo, none_is_valid=key == "M"))
+    elif kind == "float" and floats:
+        key = draw(st.sampled_from(floats))
+        ok = continuous._FLOATS[key][0]
+        kwargs["params"][key] = draw(st.one_of(NUMBERS, JSONISH, st.none()).filter(
+            lambda v: not accepted_as_float(v, ok)))
+    elif kind == "choice" and ("selection" in defaults or "keep_best" in defaults):
+        key = draw(st.sampled_from([k for k in ("selection", "keep_best") if k in defaults]))
+        bad = (TEXT.filter(lambda v: v not in continuous._SELECTIONS) if key == "selection"
+               else st.one_of(TEXT, st.integers(), st.none()))
+        kwargs["params"][key] = draw(bad)
+    else:
+        key = draw(st.from_regex(r"[a-z_]{1,8}", fullmatch=True).filter(lambda k: k not in defaults and k != "name"))
+        kwargs["params"][key] = draw(NUMBERS)
+        return algorithm, kwargs, repr(key)
+    return algorithm, kwargs, rf"algorithm\.{key}="
+
+
+@SETTINGS
+@given(case=bad_bo_input())
+def test_bad_continuous_inputs(case, scratch):
+    """The continuous-domain runner (GSSBO and its baselines): bad run arguments and hyperparameters."""
+    algorithm, kwargs, name = case
+    if "checkpoint" in kwargs and kwargs["checkpoint"] is None:
+        kwargs["checkpoint"] = scratch / "ck.npz"
+    elif "checkpoint" not in kwargs:  # every other case runs with checkpoints on: nothing may be written
+        kwargs.update(checkpoint=scratch / "ck.npz", checkpoint_every=1)
+    count("continuous runs")
+    with pytest.raises(ValueError, match=name):
+        continuous.run(algorithm, HARTMANN, progress=False, **kwargs)
+    assert_nothing_written(scratch)
+
+
+def test_continuous_algorithms_refuse_finite_problems_and_the_reverse():
+    count("continuous runs")
+    with pytest.raises(ValueError, match="optimises continuous problems"):
+        continuous.run("gssbo", SMALL, T=10, progress=False)
+    with pytest.raises(ValueError, match="continuous-domain algorithm"):
+        continuous.run("bbkb", HARTMANN, T=10, progress=False)
+
+
 # ------------------------------------------------------------------------------------------- the count
 
 def test_at_least_500_bad_inputs_were_tried():
     expected = {"run arguments", "hyperparameters", "kernels", "problems", "problem factories",
-                "optimizer arguments", "tells", "CLI configs", "data files"}
+                "optimizer arguments", "tells", "CLI configs", "data files", "continuous runs"}
     print(f"bad inputs tried: {sum(EXAMPLES.values())} {EXAMPLES}")
     assert EXAMPLES and set(EXAMPLES) <= expected, EXAMPLES
     assert min(EXAMPLES.values()) >= 50, EXAMPLES  # every group that ran tried enough examples

@@ -53,8 +53,9 @@ def to_box(problem: ContinuousProblem, u):
 
 
 def value(problem: ContinuousProblem, u):
-    """f at the unit-cube point u (d,) -> (); vmap it for batches."""
-    return problem.fn(to_box(problem, u))
+    """f at the unit-cube point u (d,) -> () in u's dtype (an objective whose constants are float64 numpy
+    arrays computes in float64; a float32 run gets float32 values); vmap it for batches."""
+    return jnp.asarray(problem.fn(to_box(problem, u))).astype(u.dtype)
 
 
 def estimate_uniform_mean(problem: ContinuousProblem, n: int | None = None, chunk: int = 1024) -> float:

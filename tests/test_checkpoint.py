@@ -395,3 +395,27 @@ def test_a_non_finite_objective_value_stops_the_run_and_never_reaches_the_gp(tmp
                                              r"\. It was kept out of the GP \(its data stayed finite\)"):
             continuous.run("gssbo", broken, n_seeds=2, checkpoint=path, checkpoint_every=100, **bo_kwargs("gssbo"))
         assert not path.exists() and not list(tmp_path.iterdir())
+
+
+def test_sigkilled_continuous_run_resumes_to_the_uninterrupted_traces(tmp_path):
+    """`python -m sketchbo algorithm=gssbo problem=hartmann6` SIGKILLed at a random moment after a
+    checkpoint write, started again: the traces of an uninterrupted run, bit for bit."""
+    args = ["algorithm=gssbo", "problem=hartmann6", "T=60", "n_seeds=2", "checkpoint_every=1", "progress=false",
+            "algorithm.n0=6", "algorithm.M=10", "algorithm.n_uniform=128", "algorithm.n_local=32"]
+    ref = tmp_path / "reference"
+    proc = start(tmp_path / "reference.log", f"hydra.run.dir={ref}", *args)
+    assert proc.wait(timeout=600) == 0, (tmp_path / "reference.log").read_text()[-3000:]
+    out, rng, logs = tmp_path / "run", random.Random(KILL_SEED), []
+    for attempt in range(2):
+        logs.append(tmp_path / f"attempt{attempt}.log")
+        proc = start(logs[-1], f"hydra.run.dir={out}", *args)
+        if attempt == 1:
+            assert proc.wait(timeout=600) == 0, logs[-1].read_text()[-3000:]
+            break
+        assert kill_after_a_new_write(proc, out / "checkpoint.npz", rng), "the run finished before the kill"
+        assert not (out / "summary.json").exists()
+    assert resumed_at(logs[1].read_text()) > 0
+    with np.load(out / "traces.npz") as x, np.load(ref / "traces.npz") as y:
+        for key in (*TRACE_KEYS, "x"):
+            np.testing.assert_array_equal(x[key], y[key], err_msg=key)
+    assert not (out / "checkpoint.npz").exists() and not list(out.glob(".*.tmp"))

@@ -33,11 +33,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sketchbo import acquisition, tracking
+from sketchbo import acquisition, runner, tracking
 from sketchbo.algorithms import BO_ALGORITHMS, BOParams, BOStatic, build_bo
 from sketchbo.algorithms.subset_bo import VARIANTS, dynamic_buffer_size, grow
 from sketchbo.problems.continuous import ContinuousProblem, estimate_uniform_mean, value
-from sketchbo import runner
 from sketchbo.runner import (
     RunResult, SeedKeys, _check_run_args, _default_seed_axis, _over_seeds, _Progress, check_checkpoint, check_float,
     check_int, compiled_program, invalid_value, seed_keys, with_defaults,

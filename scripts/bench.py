@@ -171,9 +171,11 @@ class Problems:
 
 # ------------------------------------------------------------------------------------------ run rows
 
-def hyperparameters(algorithm: str) -> dict:
+def hyperparameters(algorithm: str, m_max: int | None = None) -> dict:
+    """The protocol's hyperparameters that ``algorithm`` takes, with the initial capacity ``m_max`` if given."""
     accepted = ALGORITHMS[algorithm].defaults
-    return {k: v for k, v in PROTOCOL.items() if k in accepted}
+    params = {**PROTOCOL, **({"m_max": m_max} if m_max is not None else {})}
+    return {k: v for k, v in params.items() if k in accepted}
 
 
 def timeline(result) -> dict:
@@ -214,8 +216,8 @@ class Suite:
     """Runs the cases and keeps every result with its peak memory: a run already done is not done again
     (its row says ``reused``)."""
 
-    def __init__(self, problems: Problems, progress: bool):
-        self.problems, self.progress = problems, progress
+    def __init__(self, problems: Problems, progress: bool, m_max: int | None = None):
+        self.problems, self.progress, self.m_max = problems, progress, m_max
         self.results, self.steps, self.rows = {}, {}, []
 
     def result(self, algorithm, problem, T, n_seeds=1, seed=0, seed_axis="map", dtype="float64"):
@@ -225,7 +227,7 @@ class Suite:
             return (*self.results[key], True)
         reset_host_peak()
         res = run(algorithm, problem, T=T, n_seeds=n_seeds, seed=seed, seed_axis=seed_axis, dtype=dtype,
-                  params=hyperparameters(algorithm), progress=self.progress)
+                  params=hyperparameters(algorithm, self.m_max), progress=self.progress)
         self.results[key] = (res, (host_peak_mb(), device_peak_mb()))
         return (*self.results[key], False)
 
@@ -434,6 +436,11 @@ def parse_args(argv):
     ap.add_argument("--step-A", type=int, nargs="+", default=None, help="arms of the step group's A sweep")
     ap.add_argument("--data-dir", default=None, help="directory of the dataset files (default: "
                     "$SKETCHBO_DATA_DIR, then shared/data)")
+    ap.add_argument("--m-max", type=int, default=None,
+                    help="initial dictionary capacity of BKB/BBKB runs (default: the registry's 128). The "
+                         "per-round GEMM costs A*m_max^2 whatever the dictionary in use, so a capacity near the "
+                         "real size is faster (Cadata: dictionaries reach 85, --m-max 96); an overflow re-runs "
+                         "at 1.5x the need, with the same results")
     ap.add_argument("--progress", action="store_true", help="the runner's progress lines on stderr")
     ap.add_argument("--out", type=Path, default=Path("bench.json"), help="JSON file of the results")
     ap.add_argument("--device-info", action="store_true", help="print the machine and device as JSON and exit")
@@ -441,6 +448,8 @@ def parse_args(argv):
     for name in ("seeds", "T"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             ap.error(f"--{name} {getattr(args, name)} is invalid; it must be an integer >= 1")
+    if args.m_max is not None and args.m_max < 1:
+        ap.error(f"--m-max {args.m_max} is invalid; it must be an integer >= 1")
     for name in ("gp_A", "gp_T", "m", "step_A"):
         if getattr(args, name) is not None and min(getattr(args, name)) < 1:
             ap.error(f"--{name.replace('_', '-')} {getattr(args, name)} is invalid; every value must be >= 1")
@@ -477,7 +486,7 @@ def main(argv=None) -> dict:
     cfg = config(args)
     print(f"benchmark on {meta['device']} ({meta['cpu_count']} CPUs), jax {meta['jax']}, "
           f"load average {meta['load_avg_start']}, groups {args.only}", flush=True)
-    suite = Suite(Problems(args.data_dir, cfg["protocol_gp_A"]), args.progress)
+    suite = Suite(Problems(args.data_dir, cfg["protocol_gp_A"]), args.progress, args.m_max)
     ratios, step_costs = {}, {"vs_m": [], "vs_A": []}
     t0 = time.perf_counter()
     for group in (g for g in GROUPS if g in args.only):

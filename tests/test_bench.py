@@ -117,3 +117,17 @@ def test_bad_input_is_a_clear_error(tmp_path):
     assert proc.returncode == 2 and "unreadable benchmark results" in proc.stderr
     proc = run_script("bench.py", "--quick", "--seeds", "0", "--out", tmp_path / "x.json")
     assert proc.returncode == 2 and "--seeds 0 is invalid" in proc.stderr
+    proc = run_script("bench.py", "--quick", "--m-max", "0", "--out", tmp_path / "x.json")
+    assert proc.returncode == 2 and "--m-max 0 is invalid" in proc.stderr
+
+
+def test_initial_capacity_reaches_the_sparse_algorithms_only():
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        import bench as bench_module
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    assert bench_module.hyperparameters("bbkb", 96)["m_max"] == 96
+    assert "m_max" not in bench_module.hyperparameters("bbkb")
+    assert "m_max" not in bench_module.hyperparameters("gp_ucb", 96)
+    assert bench_module.hyperparameters("gp_ucb", 96)["lam"] == bench_module.PROTOCOL["lam"]

@@ -66,6 +66,14 @@ def interrupt_after(monkeypatch, n_saves, record=None):
     return count
 
 
+def stop_after_write(monkeypatch, n_saves, start_run) -> None:
+    """Call ``start_run()`` and let it stop right after its n-th checkpoint write."""
+    with monkeypatch.context() as m:
+        interrupt_after(m, n_saves)
+        with pytest.raises(KeyboardInterrupt):
+            start_run()
+
+
 def resumed_at(stderr: str) -> int:
     """The step t a run reported resuming at."""
     found = [int(t) for t in re.findall(r"resuming from checkpoint .* at t=(\d+)/", stderr)]
@@ -85,10 +93,9 @@ def test_interrupted_run_resumes_to_the_uninterrupted_trace(name, tmp_path, monk
     calls = int(ref.n_batches.max())  # one round per call
     assert calls >= 2
     path = tmp_path / "ck.npz"
-    with monkeypatch.context() as m:
-        interrupt_after(m, max(1, (calls - 1) // 2))  # writes after every call but the last: stop half-way
-        with pytest.raises(KeyboardInterrupt):
-            run(name, SMALL, checkpoint=path, checkpoint_every=1, **kw)
+    # writes after every call but the last: stop half-way
+    stop_after_write(monkeypatch, max(1, (calls - 1) // 2),
+                     lambda: run(name, SMALL, checkpoint=path, checkpoint_every=1, **kw))
     assert path.is_file() and not list(tmp_path.glob(".*.tmp"))
     capfd.readouterr()
     resumed = run(name, SMALL, checkpoint=path, checkpoint_every=1, **kw)
@@ -100,10 +107,7 @@ def test_interrupted_run_resumes_to_the_uninterrupted_trace(name, tmp_path, monk
 def test_checkpoint_of_another_run_is_ignored_with_the_difference_named(tmp_path, monkeypatch, capfd):
     path = tmp_path / "ck.npz"
     kw = kwargs("bbkb")
-    with monkeypatch.context() as m:
-        interrupt_after(m, 1)
-        with pytest.raises(KeyboardInterrupt):
-            run("bbkb", SMALL, checkpoint=path, checkpoint_every=1, **kw)
+    stop_after_write(monkeypatch, 1, lambda: run("bbkb", SMALL, checkpoint=path, checkpoint_every=1, **kw))
     stale = path.read_bytes()
     capfd.readouterr()
     other = run("bbkb", SMALL, checkpoint=path, checkpoint_every=1, **{**kw, "params": {"F": 1.0, "lam": 0.3}})
@@ -150,10 +154,7 @@ def test_capacity_growth_with_checkpoints(tmp_path, monkeypatch, capfd):
     assert saves[0] == (25, 60) and saves[-1] == final == (41, 60)  # writes before and after the growth
     for n in (1, len(saves) - 1):
         path = tmp_path / f"ck{n}.npz"
-        with monkeypatch.context() as m:
-            interrupt_after(m, n)
-            with pytest.raises(KeyboardInterrupt):
-                run("bbkb", CAPACITY, checkpoint=path, checkpoint_every=1, **kw)
+        stop_after_write(monkeypatch, n, lambda: run("bbkb", CAPACITY, checkpoint=path, checkpoint_every=1, **kw))
         capfd.readouterr()
         resumed = run("bbkb", CAPACITY, checkpoint=path, checkpoint_every=1, **kw)
         err = capfd.readouterr().err
@@ -319,11 +320,8 @@ def test_continuous_runs_are_deterministic_and_resume_bit_for_bit(name, tmp_path
     first_after = saves.index((24,)) + 1
     for n in (first_after - 1, first_after):  # stop at the last write before the growth, the first after it
         path = tmp_path / f"ck{n}.npz"
-        with monkeypatch.context() as m:
-            interrupt_after(m, n)
-            with pytest.raises(KeyboardInterrupt):
-                continuous.run(name, HARTMANN, n_seeds=2, seed=3, checkpoint=path, checkpoint_every=1,
-                               **bo_kwargs(name))
+        stop_after_write(monkeypatch, n, lambda: continuous.run(name, HARTMANN, n_seeds=2, seed=3, checkpoint=path,
+                                                                checkpoint_every=1, **bo_kwargs(name)))
         assert path.is_file() and not list(tmp_path.glob(".*.tmp"))
         capfd.readouterr()
         resumed = continuous.run(name, HARTMANN, n_seeds=2, seed=3, checkpoint=path, checkpoint_every=1,
@@ -336,10 +334,8 @@ def test_continuous_runs_are_deterministic_and_resume_bit_for_bit(name, tmp_path
 def test_continuous_checkpoint_of_another_run_is_ignored(tmp_path, monkeypatch, capfd):
     path = tmp_path / "ck.npz"
     kw = bo_kwargs("rssbo")
-    with monkeypatch.context() as m:
-        interrupt_after(m, 2)
-        with pytest.raises(KeyboardInterrupt):
-            continuous.run("rssbo", HARTMANN, n_seeds=2, checkpoint=path, checkpoint_every=1, **kw)
+    stop_after_write(monkeypatch, 2,
+                     lambda: continuous.run("rssbo", HARTMANN, n_seeds=2, checkpoint=path, checkpoint_every=1, **kw))
     stale = path.read_bytes()
     capfd.readouterr()
     other = {**kw, "params": {**kw["params"], "beta_c": 0.5}}

@@ -300,7 +300,11 @@ def assert_same_bo_run(a, b):
     np.testing.assert_array_equal(a.traces["x"], b.traces["x"])
 
 
-@pytest.mark.parametrize("name", sorted(BO_ALGORITHMS))
+BO_ALWAYS = ("gssbo", "sparse_gp", "std_gp_ucb")  # one per engine (subset, Nyström, all rows); the rest: -m slow
+
+
+@pytest.mark.parametrize("name", [n if n in BO_ALWAYS else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in sorted(BO_ALGORITHMS)])
 def test_continuous_runs_are_deterministic_and_resume_bit_for_bit(name, tmp_path, monkeypatch, capfd):
     """Every continuous-domain algorithm: a second run, each seed run alone, and a run stopped after a
     checkpoint and resumed all give the reference run's traces bit for bit (float64, CPU, seeds by map)."""

@@ -24,7 +24,6 @@ message naming what differs.
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 from typing import NamedTuple
@@ -209,7 +208,7 @@ def run_identity(algorithm, problem, T, seeds, hyper, dtype, seed_axis, rounds_p
         "hyperparameters": hyper, "T": T, "seeds": seeds, "dtype": dtype, "seed_axis": seed_axis,
         "rounds_per_call": rounds_per_call, "first_capacity": first_cap,
     }
-    return json.loads(json.dumps(tracking.to_jsonable(identity), allow_nan=True))
+    return tracking.plain(identity)
 
 
 def check_feedback(problem: ContinuousProblem, carry, seeds) -> None:

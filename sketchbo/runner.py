@@ -416,16 +416,7 @@ def run_identity(algorithm, problem, T, seeds, hypers, kname, kparams, dtype, se
         "hyperparameters": hypers, "T": T, "seeds": seeds, "dtype": dtype, "seed_axis": seed_axis,
         "rounds_per_call": rounds_per_call, "devices": n_devices,
     }
-    return json.loads(json.dumps(tracking.to_jsonable(identity), allow_nan=True))
-
-
-def _differing(a, b, prefix="") -> list[str]:
-    """Dotted names at which two plain JSON values differ."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return [n for k in sorted(set(a) | set(b)) for n in _differing(a.get(k), b.get(k), f"{prefix}{k}.")]
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [n for i, (x, y) in enumerate(zip(a, b)) for n in _differing(x, y, f"{prefix[:-1]}[{i}].")]
-    return [] if a == b else [prefix[:-1]]
+    return tracking.plain(identity)
 
 
 def save_checkpoint(path: Path, identity: dict, capacities: dict, events: list, calls: int,
@@ -457,7 +448,7 @@ def load_checkpoint(path: Path, identity: dict, label: str) -> Saved | None:
         print(f"[{label}] ignoring checkpoint {path}: unreadable ({type(err).__name__}: {err}); starting at "
               "round 0, the file will be overwritten", file=sys.stderr, flush=True)
         return None
-    diff = _differing(stored, identity)
+    diff = tracking.differences(stored, identity)
     if diff:
         shown = ", ".join(diff[:5]) + (", ..." if len(diff) > 5 else "")
         print(f"[{label}] ignoring checkpoint {path}: it belongs to a different run (differs in {shown}); "

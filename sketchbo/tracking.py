@@ -155,8 +155,8 @@ def write_results(run_dir, result, config: dict, uniform_gap: float | None = Non
 
 # ------------------------------------------------------------------------------------- completeness
 
-def _plain(value):
-    """``value`` as it reads back from ``summary.json`` (JSON round trip)."""
+def plain(value):
+    """``value`` as it reads back from a JSON file (``summary.json``, a checkpoint's identity): JSON round trip."""
     return json.loads(json.dumps(to_jsonable(value), allow_nan=True))
 
 
@@ -173,17 +173,17 @@ def _drop(config: dict, ignore) -> dict:
     return config
 
 
-def _differences(a, b, prefix: str = "") -> list[str]:
-    """The dotted keys at which two plain configs differ."""
+def differences(a, b, prefix: str = "") -> list[str]:
+    """The dotted names (``hyperparameters[0].lam``) at which two plain JSON values differ: dicts key by
+    key, lists of the same length item by item, anything else as a whole."""
     if isinstance(a, dict) and isinstance(b, dict):
         out = []
         for key in sorted(set(a) | set(b), key=str):
             name = f"{prefix}.{key}" if prefix else str(key)
-            if key not in a or key not in b:
-                out.append(name)
-            else:
-                out.extend(_differences(a[key], b[key], name))
+            out.extend([name] if key not in a or key not in b else differences(a[key], b[key], name))
         return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [n for i, (x, y) in enumerate(zip(a, b)) for n in differences(x, y, f"{prefix}[{i}]")]
     return [] if a == b else [prefix or "<root>"]
 
 
@@ -205,7 +205,7 @@ def load_complete(run_dir, config: dict, ignore=()) -> tuple[dict | None, str]:
         shape = (int(summary["n_seeds"]), int(summary["T"]))
     except (OSError, ValueError, KeyError, TypeError) as err:  # truncated or foreign file
         return None, f"unreadable summary.json ({type(err).__name__}: {err})"
-    diff = _differences(_drop(stored, ignore), _drop(_plain(config), ignore))
+    diff = differences(_drop(stored, ignore), _drop(plain(config), ignore))
     if diff:
         shown = ", ".join(diff[:5]) + (", ..." if len(diff) > 5 else "")
         return None, f"results of a different config (differs in {shown})"

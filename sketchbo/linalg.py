@@ -2,10 +2,12 @@
 
 Used by the Nyström engine of BKB (Calandriello et al., COLT 2019) and BBKB (Calandriello et al.,
 ICML 2020): the pseudo-inverse square root K_S^{+1/2} of a dictionary kernel matrix and Sherman–Morrison
-rank-one updates of V^{-1} for in-batch variance updates.
+rank-one updates of V^{-1} for in-batch variance updates; and an SPD inverse built from matrix products
+(GSSBO's gradient vectors need the whole inverse of an N x N kernel matrix every round).
 """
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 
@@ -38,3 +40,32 @@ def sherman_morrison(Vinv, z):
     """(V + z z^T)^{-1} from V^{-1} in O(m^2)."""
     u = Vinv @ z
     return Vinv - jnp.outer(u, u) / (1.0 + z @ u)
+
+
+def upper_triangular_inverse(U, block: int = 128):
+    """U^{-1} of an upper-triangular (n, n) U by recursive 2 x 2 blocking:
+    [[A, B], [0, C]]^{-1} = [[A^{-1}, -A^{-1} B C^{-1}], [0, C^{-1}]].
+
+    Same result as a triangular solve against the identity (to rounding), but nearly all of its
+    2n^3/3 flops are matrix products, which run several times faster on CPU than a triangular solve
+    with n right-hand sides (n = 1008, this 2-core CPU: 7 ms against 27 ms). Blocks of at most ``block``
+    rows use the triangular solve.
+    """
+    n = U.shape[0]
+    if n <= block:
+        return jax.scipy.linalg.solve_triangular(U, jnp.eye(n, dtype=U.dtype), lower=False)
+    k = n // 2
+    Ai = upper_triangular_inverse(U[:k, :k], block)
+    Ci = upper_triangular_inverse(U[k:, k:], block)
+    top = jnp.concatenate([Ai, -((Ai @ U[:k, k:]) @ Ci)], axis=1)
+    return jnp.concatenate([top, jnp.concatenate([jnp.zeros((n - k, k), U.dtype), Ci], axis=1)], axis=0)
+
+
+def spd_inverse(L):
+    """A^{-1} = X X^T with X = L^{-T}, for an SPD A = L L^T given its lower Cholesky factor L (n, n).
+
+    Written as X X^T rather than W^T W (W = L^{-1}): XLA:CPU runs the former product about twice as fast.
+    n = 1008 on this CPU: 22 ms against 52 ms for a Cholesky solve against the identity.
+    """
+    X = upper_triangular_inverse(L.T)
+    return X @ X.T

@@ -6,7 +6,7 @@ import pytest
 
 from sketchbo.gp import exact, nystrom
 from sketchbo.kernels import get_kernel, kernel_params
-from sketchbo.linalg import psd_inv_sqrt
+from sketchbo.linalg import psd_inv_sqrt, spd_inverse, upper_triangular_inverse
 
 RBF = get_kernel("rbf")
 
@@ -219,3 +219,19 @@ def test_bkb_never_selects_outside_the_arm_set_on_an_ill_conditioned_problem():
     res = run("bkb", make_problem("gp_sample", A=80, d=1, sigma2=0.05), T=40, n_seeds=2, progress=False,
               params={"lam": 0.05, "F": 1.0})
     assert res.traces["query"].max() < 80 and np.all(np.isfinite(res.cumulative_regret))
+
+
+@pytest.mark.parametrize("n", [5, 128, 129, 300])
+def test_blocked_triangular_and_spd_inverses_match_numpy(n):
+    """The product-based inverses (GSSBO's gradient vectors) against numpy's inverse, float64, below, at
+    and above one block and with an odd split."""
+    rng = np.random.default_rng(n)
+    B = rng.normal(size=(n, n))
+    A = B @ B.T / n + 0.05 * np.eye(n)
+    L = np.linalg.cholesky(A)
+    Ui = np.asarray(jax.jit(upper_triangular_inverse)(jnp.asarray(L.T)))
+    np.testing.assert_allclose(Ui, np.linalg.inv(L.T), rtol=1e-9, atol=1e-9 * np.abs(Ui).max())
+    assert np.all(np.tril(Ui, -1) == 0)
+    Ai = np.asarray(jax.jit(spd_inverse)(jnp.asarray(L)))
+    ref = np.linalg.inv(A)
+    np.testing.assert_allclose(Ai, ref, rtol=1e-8, atol=1e-10 * np.abs(ref).max())

@@ -24,6 +24,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from sketchbo import linalg
 from sketchbo.gp import hyper
 
 
@@ -72,8 +73,7 @@ def gradient_vectors(h: hyper.GPHyper, X, y, valid):
     symmetric A^{-1}), r = A^{-1} y, so that Eq. (3)'s scalar gradient is -r_i.
     """
     y_std, _, _ = hyper.standardise(y, valid)
-    L = jnp.linalg.cholesky(hyper.masked_kernel(h, X, valid))
-    Ainv = jax.scipy.linalg.cho_solve((L, True), jnp.eye(X.shape[0], dtype=X.dtype))
+    Ainv = linalg.spd_inverse(jnp.linalg.cholesky(hyper.masked_kernel(h, X, valid)))
     w = valid.astype(X.dtype)
     Ainv = Ainv * w[:, None] * w[None, :]
     r = Ainv @ y_std
@@ -104,15 +104,16 @@ def gradient_subset(key, G, valid, forced, M: int, sigma_d2):
     noisy = (G + jnp.sqrt(sigma_d2) * row_normals(key, G.shape[0], G.dtype) * w[None, :]) * w[:, None]
     norms = jnp.linalg.norm(noisy, axis=1)
     Gn = noisy / jnp.where(norms > 0, norms, 1.0)[:, None]
+    cos = Gn @ Gn.T  # (n, n) pairwise cosine similarities: one product, then each step reads one row
     chosen = _start(valid, forced, M)
-    score = Gn @ (Gn.T @ chosen.astype(G.dtype))  # summed cosine similarity to the kept rows
+    score = cos @ chosen.astype(G.dtype)  # summed cosine similarity to the kept rows
 
     def add(_, carry):
         chosen, score = carry
         room = jnp.sum(chosen) < jnp.minimum(M, jnp.sum(valid))
         i = jnp.argmin(jnp.where(valid & ~chosen, score, jnp.inf))
         chosen = chosen.at[i].set(chosen[i] | room)
-        score = score + jnp.where(room, Gn @ Gn[i], 0.0)
+        score = score + jnp.where(room, cos[i], 0.0)
         return chosen, score
 
     chosen, _ = jax.lax.fori_loop(0, M, add, (chosen, score))

@@ -131,3 +131,20 @@ def test_initial_capacity_reaches_the_sparse_algorithms_only():
     assert "m_max" not in bench_module.hyperparameters("bbkb")
     assert "m_max" not in bench_module.hyperparameters("gp_ucb", 96)
     assert bench_module.hyperparameters("gp_ucb", 96)["lam"] == bench_module.PROTOCOL["lam"]
+
+
+def test_selection_benchmark_rows_and_bad_input(tmp_path):
+    """scripts/bench_selection.py: both inverses agree, every timing is a positive number, bad sizes are
+    refused with the option's name."""
+    out = tmp_path / "sel.json"
+    proc = run_script("bench_selection.py", "--n", 130, "--repeats", 1, "--out", out)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rep = json.loads(out.read_text())
+    (row,) = rep["rows"]
+    assert row["n"] == 130 and row["inverse_max_rel_diff"] < 1e-10
+    for key in ("cho_solve_inverse_ms", "product_inverse_ms", "gradient_rule_ms", "pivoted_rule_ms"):
+        assert np.isfinite(row[key]) and row[key] > 0
+    assert "product_inverse_ms" in proc.stdout and rep["machine"]["device"].startswith("cpu")
+    proc = run_script("bench_selection.py", "--n", 50, "--out", tmp_path / "x.json")
+    assert proc.returncode == 2 and "--n: every size must exceed M = 102" in proc.stderr
+    assert not (tmp_path / "x.json").exists()

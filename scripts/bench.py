@@ -322,7 +322,7 @@ def group_gp_sample(suite: Suite, cfg: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------ step costs
 
-def _median_time(fn, repeats: int) -> float:
+def median_time(fn, repeats: int) -> float:
     jax.block_until_ready(fn())
     times = []
     for _ in range(repeats):
@@ -364,8 +364,8 @@ def step_cost(problem: Problem, m: int, n_steps: int, repeats: int) -> dict:
             return s, c[1] + inf["n_refresh"]
         return jax.lax.fori_loop(0, n_steps, body, (s, jnp.zeros((), jnp.int32)))
 
-    t_res = _median_time(lambda: resparsify(jax.random.key(1), state, params)[0].Vinv, repeats)
-    t_step = _median_time(lambda: steps(s2)[0].Vinv, repeats) / n_steps
+    t_res = median_time(lambda: resparsify(jax.random.key(1), state, params)[0].Vinv, repeats)
+    t_step = median_time(lambda: steps(s2)[0].Vinv, repeats) / n_steps
     return {"A": A, "m": m, "dict_size": int(info["dict_size"]), "overflow": bool(info["overflow"]),
             "resparsify_ms": 1e3 * t_res, "step_us": 1e6 * t_step,
             "refresh_per_step": int(steps(s2)[1]) / n_steps}

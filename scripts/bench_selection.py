@@ -15,9 +15,6 @@ Prints a table and writes the JSON (``--out``, default ``results/bench_selection
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import time
 from pathlib import Path
 
 import sketchbo  # noqa: F401  (first: sets OPENBLAS_NUM_THREADS before numpy loads OpenBLAS)
@@ -27,6 +24,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from bench import machine_info, median_time  # noqa: E402  (scripts/bench.py)
 
 from sketchbo import linalg, tracking  # noqa: E402
 from sketchbo.gp import hyper, subset  # noqa: E402
@@ -38,13 +36,7 @@ M, N0 = 102, 20
 
 
 def median_ms(fn, args, repeats: int) -> float:
-    jax.block_until_ready(fn(*args))
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(times))
+    return 1e3 * median_time(lambda: fn(*args), repeats)
 
 
 def measure(n: int, repeats: int) -> dict:
@@ -88,11 +80,7 @@ def main(argv=None) -> None:
     print(" | ".join(cols))
     for r in rows:
         print(" | ".join(f"{r[c]:.3g}" if isinstance(r[c], float) else str(r[c]) for c in cols))
-    dev = jax.devices()[0]
-    report = {"machine": {"platform": platform.platform(), "processor": platform.processor(),
-                          "cpu_count": os.cpu_count(), "jax": jax.__version__,
-                          "device": f"{dev.platform}:{getattr(dev, 'device_kind', '')}"},
-              "repeats": args.repeats, "rows": rows}
+    report = {"machine": machine_info(), "repeats": args.repeats, "rows": rows}
     tracking.atomic_write_json(Path(args.out), report)
     print(f"wrote {args.out}")
 

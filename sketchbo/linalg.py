@@ -48,8 +48,8 @@ def upper_triangular_inverse(U, block: int = 128):
 
     Same result as a triangular solve against the identity (to rounding), but nearly all of its
     2n^3/3 flops are matrix products, which run several times faster on CPU than a triangular solve
-    with n right-hand sides (n = 1008, a 2-core CPU: 8.9 ms against 36 ms, medians of 9). Blocks of at most ``block``
-    rows use the triangular solve.
+    with n right-hand sides (n = 1008, a 2-core CPU: 8.9 ms against 36 ms, medians of 9). Blocks of at
+    most ``block`` rows use the triangular solve.
     """
     n = U.shape[0]
     if n <= block:

@@ -346,7 +346,7 @@ def step_cost(problem: Problem, m: int, n_steps: int, repeats: int) -> dict:
     kname = spec.pop("name")
     params = Params(lam=jnp.asarray(0.2), qbar=jnp.asarray(1e9), C=jnp.asarray(1e9), F=jnp.asarray(20.0),
                     delta=jnp.asarray(1e-4), xi=jnp.asarray(0.2 ** 0.5), eps=jnp.asarray(0.0),
-                    kernel=kernel_params(kname, d, dtype=jnp.float64, **spec))
+                    kernel=kernel_params(kname, d, jnp.float64, **spec))
     static = Static(A=A, d=d, T=10_000, m_max=m, u_max=m, kernel=kname, beta_family="bbkb", beta_mode="code",
                     resample="code", batch_rule="bbkb_global")
     alg = build(ALGORITHMS["bbkb"], static)

@@ -192,7 +192,7 @@ def _jdtype(dtype: str):
 
 def _kernel_params(kspec: dict, d: int, jdt) -> dict:
     spec = dict(kspec)
-    return kernel_params(spec.pop("name", None), d, dtype=jdt, **spec)
+    return kernel_params(spec.pop("name", None), d, jdt, **spec)
 
 
 def _params(cfg: _Config, d: int) -> Params:

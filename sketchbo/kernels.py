@@ -73,8 +73,11 @@ def get_kernel(name: str) -> Kernel:
     return KERNELS[name]
 
 
-def kernel_params(name: str, d: int, dtype=jnp.float64, **overrides) -> dict:
-    """Kernel hyperparameters as arrays, defaults completed from ``overrides``; validated."""
+def kernel_params(name: str, d: int, dtype=jnp.float64, /, **overrides) -> dict:
+    """Kernel hyperparameters as arrays, defaults completed from ``overrides``; validated.
+
+    ``name``, ``d`` and ``dtype`` are positional-only, so that a user's kernel spec holding a key of that
+    name (``kernel.d=1``) is reported as an unknown kernel parameter, not a Python TypeError."""
     kern = get_kernel(name)
     params = dict(kern.default_params(d))
     unknown = set(overrides) - set(params)

@@ -173,7 +173,7 @@ def _resolve_kernel(problem: Problem, kernel: dict | None, d: int, dtype) -> tup
     name = spec.pop("name", None)
     if not isinstance(name, str) or name not in KERNELS:
         raise ValueError(f"kernel.name={name!r} is not a known kernel; choose one of {sorted(KERNELS)}")
-    return name, kernel_params(name, d, dtype=dtype, **spec)
+    return name, kernel_params(name, d, dtype, **spec)
 
 
 # ------------------------------------------------------------------------------------ the program

@@ -393,6 +393,8 @@ def bad_override(draw):
         (key, value), = params.items()
         if base == "compare" and key not in ALGORITHMS["bbkb"].defaults:
             base = "bbkb"  # a key that no member (bbkb, bkb, gp_ucb) has is refused by Hydra's struct mode
+        if base == "compare" and value is None:
+            base = "bbkb"  # in compare, null is valid: every member keeps its own default
         return base, f"algorithm.{key}", value, name
     if kind == "problem":
         key = draw(st.sampled_from(sorted(FACTORY_ARGUMENTS["gp_sample"])))
@@ -457,12 +459,13 @@ def corruption(draw, good: bytes):
     return b""
 
 
-def test_corrupted_data_files_are_rejected(tmp_path):
+def test_corrupted_data_files_are_rejected(tmp_path, fake_data):
     """A corrupted abalone.data is rejected naming its published checksum; with the checksum bypassed
     (patched to the corrupt file's own), the parser either gives a valid problem or a ValueError naming
     the file or the field."""
-    good = datasets.find_data_file(ABALONE_FILE, download=False).read_bytes()
-    path = tmp_path / ABALONE_FILE
+    good = fake_data[ABALONE_FILE]  # a valid file in abalone.data's format, its sha256 patched in as the published one
+    path = tmp_path / "corrupted" / ABALONE_FILE
+    path.parent.mkdir()
 
     @settings(max_examples=60, deadline=None, database=None, derandomize=True)
     @given(data=corruption(good))
@@ -471,19 +474,19 @@ def test_corrupted_data_files_are_rejected(tmp_path):
         path.write_bytes(data)
         count("data files")
         with pytest.raises(ValueError) as err:
-            make_problem("abalone", data_dir=tmp_path)
+            make_problem("abalone", data_dir=path.parent)
         assert SHA256[ABALONE_FILE] in str(err.value) and str(path) in str(err.value)
         with pytest.MonkeyPatch.context() as m:
             m.setitem(SHA256, ABALONE_FILE, datasets.sha256_of(path))
             try:
-                problem = make_problem("abalone", data_dir=tmp_path)
+                problem = make_problem("abalone", data_dir=path.parent)
             except ValueError as parse_error:
                 assert str(path) in str(parse_error) or "problem." in str(parse_error), parse_error
             else:
                 assert problem.arms.shape[1] == 8 and np.all(np.isfinite(problem.arms))
 
     check()
-    assert sorted(p.name for p in tmp_path.iterdir()) == [ABALONE_FILE]  # nothing else was written
+    assert sorted(p.name for p in path.parent.iterdir()) == [ABALONE_FILE]  # nothing else was written
 
 
 # ------------------------------------------------------------------------------ continuous domains

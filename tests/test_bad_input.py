@@ -25,6 +25,7 @@ import sketchbo.api as api
 import sketchbo.cli as cli
 import sketchbo.continuous as continuous
 import sketchbo.runner as runner
+from sketchbo.engine import program
 from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS
 from sketchbo.kernels import KERNELS
 from sketchbo.problems import datasets, make_problem
@@ -53,7 +54,7 @@ def no_programs():
     with pytest.MonkeyPatch.context() as m:
         m.setattr(runner, "make_program", boom)
         m.setattr(continuous, "make_program", boom)
-        m.setattr(runner, "_PROGRAMS", {})
+        m.setattr(program, "_PROGRAMS", {})
         m.setattr(api, "_programs", boom)
         yield
 
@@ -79,8 +80,9 @@ JSONISH = st.one_of(TEXT, st.booleans(), st.lists(NUMBERS, max_size=3),
 
 
 def bad_int(lo: int, none_is_valid: bool = False):
-    """Not an integer >= lo for the runner (which takes no floats, strings or booleans as integers)."""
-    bad = st.one_of(st.integers(max_value=lo - 1), st.floats(allow_nan=True), JSONISH)
+    """Not an integer >= lo for the runner (which takes no strings, booleans or fractional floats as integers)."""
+    whole_ok = lambda v: math.isfinite(v) and v.is_integer() and v >= lo  # noqa: E731  (T=1e3 is taken as 1000)
+    bad = st.one_of(st.integers(max_value=lo - 1), st.floats(allow_nan=True).filter(lambda v: not whole_ok(v)), JSONISH)
     return bad if none_is_valid else st.one_of(bad, st.none())
 
 
@@ -109,7 +111,7 @@ def bad_float(key: str):
 
 def bad_choice(key: str):
     return st.one_of(TEXT, NUMBERS, st.booleans(), st.none(), st.lists(TEXT, max_size=2)).filter(
-        lambda v: v not in runner._CHOICES[key])
+        lambda v: v not in runner.CHOICES[key])
 
 
 @st.composite
@@ -117,7 +119,7 @@ def bad_hyperparameter(draw):
     """(algorithm, params, name that the error must contain) with exactly one bad entry."""
     algorithm = draw(st.sampled_from(sorted(ALGORITHMS)))
     defaults = ALGORITHMS[algorithm].defaults
-    checked = [k for k in sorted(defaults) if k in FLOAT_RANGES or k in runner._CHOICES or k in ("m_max", "u_max")]
+    checked = [k for k in sorted(defaults) if k in FLOAT_RANGES or k in runner.CHOICES or k in ("m_max", "u_max")]
     kind = draw(st.sampled_from(["known", "unknown"]) if checked else st.just("unknown"))
     if kind == "unknown":
         key = draw(st.from_regex(r"[a-z_]{1,8}", fullmatch=True).filter(lambda k: k not in defaults and k != "name"))
@@ -125,7 +127,7 @@ def bad_hyperparameter(draw):
     key = draw(st.sampled_from(checked))
     if key in FLOAT_RANGES:
         value = draw(bad_float(key))
-    elif key in runner._CHOICES:
+    elif key in runner.CHOICES:
         value = draw(bad_choice(key))
     else:
         value = draw(bad_int(1))

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
+from sketchbo.engine.progress import Progress
 from sketchbo import runner, tracking
 from sketchbo.algorithms import ALGORITHMS as FINITE_REGISTRY
 from sketchbo.algorithms import BO_ALGORITHMS
@@ -388,17 +389,17 @@ class Terminal(io.StringIO):
 
 def test_progress_is_one_redrawn_line_on_a_terminal_and_plain_lines_otherwise(monkeypatch):
     monkeypatch.setattr(sys, "stderr", Terminal())
-    bar = runner._Progress(True, "bbkb/test", T=100, every_s=0.0)
+    bar = Progress(True, "bbkb/test", T=100, every_s=0.0)
     bar.every_s = 0.0
     for t in (10, 50):
         bar(t, t)
     bar(100, 100, final=True)
     out = sys.stderr.getvalue()
     assert out.count("\r") == 3 and out.count("\n") == 1 and out.endswith("\n")
-    assert "100%" in out and "eta" in out and "#" * runner._Progress.BAR in out
+    assert "100%" in out and "eta" in out and "#" * Progress.BAR in out
 
     monkeypatch.setattr(sys, "stderr", io.StringIO())
-    plain = runner._Progress(True, "bbkb/test", T=100, every_s=0.0)
+    plain = Progress(True, "bbkb/test", T=100, every_s=0.0)
     plain(50, 10)
     plain(100, 20, final=True)
     lines = sys.stderr.getvalue().splitlines()
@@ -406,7 +407,7 @@ def test_progress_is_one_redrawn_line_on_a_terminal_and_plain_lines_otherwise(mo
     assert lines[1].startswith("[bbkb/test] round 20: t=100/100 (100%)") and "eta" in lines[1]
 
     monkeypatch.setattr(sys, "stderr", Terminal())
-    runner._Progress(False, "bbkb/test", T=100)(100, 1, final=True)
+    Progress(False, "bbkb/test", T=100)(100, 1, final=True)
     assert sys.stderr.getvalue() == ""
 
 

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import sketchbo.runner as runner
+from sketchbo.engine import program
 from sketchbo.problems import make_problem
 from sketchbo.runner import run
 
@@ -17,7 +18,7 @@ def no_compile(monkeypatch):
         raise AssertionError("compilation started before the input was validated")
 
     monkeypatch.setattr(runner, "make_program", boom)
-    monkeypatch.setattr(runner, "_PROGRAMS", {})
+    monkeypatch.setattr(program, "_PROGRAMS", {})
 
 
 BAD_HYPER = [

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from sketchbo import runner
+from sketchbo.engine.program import SeedKeys
 from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build
 from sketchbo.algorithms.common import beta_vakili
 from sketchbo.algorithms.sbpe import batch_lengths
@@ -161,19 +162,19 @@ def _sbpe_trials(n_trials, A=60, T=60, lam=0.01, C_k=3.0, seed=4):
     alg = build(ALGORITHMS["sbpe"], Static(A=A, d=2, T=T, m_max=32, u_max=32, kernel="rbf", beta_family="bbkb",
                                             beta_mode="code", resample="code", batch_rule="schedule"))
     params = Params(*(jnp.asarray(v) for v in (lam, 0.5, 1.0, C_k, 0.1, math.sqrt(lam), 0.0)), kernel=kp)
-    round_ = runner._make_round(alg, T)
+    round_, _ = runner.make_round(alg, T)
     n_rounds = len(batch_lengths(T))
 
     def one(key):
         k_f, k_run = jax.random.split(key)
         f, _ = coverage.rkhs_function(k_f, arms, kp, 6, C_k)
-        keys = runner.SeedKeys(*jax.random.split(k_run, 4))
+        keys = SeedKeys(*jax.random.split(k_run, 4))
         tr = runner.Traces(query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
                            dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32),
                            overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32))
         carry = (alg.init(keys.init, ArmSet(arms), params), tr)
         noise = jax.random.normal(keys.noise, (T,), dtype=arms.dtype)
-        state, tr = jax.lax.fori_loop(0, n_rounds, lambda _, c: round_(c, keys, params, f, noise, params.xi), carry)
+        state, tr = jax.lax.fori_loop(0, n_rounds, lambda _, c: round_(c, keys, noise, params, f, params.xi), carry)
         return f, state.active, tr
 
     keys = jax.random.split(jax.random.key(seed), n_trials)

@@ -1,8 +1,8 @@
 """Finite arm sets on the round engine (DESIGN §3): many seeds of one algorithm in one compiled program.
 
-One round = the selections of one batch (:func:`select_batch`: select until the batch rule closes it or
-t = T), then the feedback of that batch and the new model (:func:`finish_batch`: ``update`` then
-``resparsify``), for every seed. The engine (``sketchbo.engine``) runs the rounds: seeds through ``vmap``
+One round = the selections of one batch (``engine.rounds.select_batch``: select until the batch rule closes
+it or t = T), then the feedback of that batch and the new model (``engine.rounds.finish_batch``: ``update``
+then ``resparsify``), for every seed. The engine (``sketchbo.engine``) runs the rounds: seeds through ``vmap``
 (the default on accelerators; a seed whose batch has ended waits, masked) or a sequential ``lax.map`` (the
 default on CPU), the same trajectories either way: seed i uses ``jax.random.key(seed + i)`` and every
 random draw is keyed by the step or round at which it happens, never by how many seeds run beside it.
@@ -35,6 +35,7 @@ from sketchbo.engine.program import (
     seed_keys, stacked_keys,
 )
 from sketchbo.engine.progress import Progress
+from sketchbo.engine.rounds import finish_batch, select_batch
 from sketchbo.engine.result import RunResult, result
 from sketchbo.engine.validate import (
     check_checkpoint, check_devices, check_float, check_int, check_run_args, invalid_value, with_defaults,
@@ -133,27 +134,6 @@ def make_static(algorithm: str, hyper: dict, A: int, d: int, T: int, kernel_name
 
 
 # ------------------------------------------------------------------------------------- the round
-
-def select_batch(alg, key, params, state, acc, record, room):
-    """The in-batch loop (BBKB Alg. 1, L3–8): ``select`` until the batch rule closes the batch or
-    ``room(state, acc)`` fails; ``record(acc, t, query, info)`` keeps each selection. ``key`` is folded
-    with the step t. Returns ``(state, acc)``. Shared by the rounds of both domains and by ``ask``."""
-
-    def body(c):
-        st, a = c
-        q, new, info = alg.select(jax.random.fold_in(key, st.t), st, params)
-        return new, record(a, st.t, q, info)
-
-    return jax.lax.while_loop(lambda c: c[0].batch_open & room(*c), body, (state, acc))
-
-
-def finish_batch(alg, key, params, state, queries, ys):
-    """The feedback of a finished batch and the new model (BBKB Alg. 1, L9–16): ``update`` with the batch's
-    ``queries`` (T,) (-1 padding) and rewards ``ys``, then ``resparsify`` keyed by the step after the batch.
-    Returns ``(state, info)`` of ``resparsify``. Shared by the round and by ``tell``."""
-    state, _ = alg.update(state, queries, ys, params)
-    return alg.resparsify(jax.random.fold_in(key, state.t), state, params)
-
 
 def make_round(alg, T: int):
     """(round_, active) for one seed of a finite problem."""
@@ -390,6 +370,6 @@ def _collect(s: _Setup, part, xi, driven, wall0, hyper) -> RunResult:
                   driven, wall0, s.dtype, hyper)
 
 
-__all__ = ["RunResult", "Traces", "CHOICES", "GRID_KEYS", "enable_compilation_cache", "finish_batch", "grid_points",
+__all__ = ["RunResult", "Traces", "CHOICES", "GRID_KEYS", "enable_compilation_cache", "grid_points",
            "initial_capacities", "make_program", "make_round", "make_static", "next_capacities",
-           "resolve_hyperparameters", "resolve_kernel", "run", "run_grid", "seed_keys", "select_batch"]
+           "resolve_hyperparameters", "resolve_kernel", "run", "run_grid", "seed_keys"]

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import sketchbo.api as api
+from sketchbo.algorithms import ALGORITHMS
 from sketchbo.api import Optimizer
 from sketchbo.problems import make_problem
 from sketchbo.runner import run
@@ -42,7 +43,7 @@ def assert_same_state(a, b):
         assert x.dtype == y.dtype and np.array_equal(x, y)
 
 
-@pytest.mark.parametrize("algorithm", ["bbkb", "bkb", "gp_ucb"])
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_ask_tell_reproduces_the_runner_trajectory(algorithm):
     res = run(algorithm, PROBLEM._replace(noise_std=0.0), T=T, seed=3, progress=False)
     opt = make(algorithm)
@@ -177,6 +178,16 @@ def test_bad_arguments_are_named_before_compiling(no_compile, kwargs, message):
     args = {"candidates": PROBLEM.arms, "algorithm": "bbkb", **kwargs}
     with pytest.raises(ValueError, match=message):
         Optimizer(args.pop("candidates"), args.pop("algorithm"), **args)
+
+
+def test_user_capacities_are_honoured_like_the_runners():
+    for algorithm, params in (("sbpe", {"m_max": 64, "u_max": 128}), ("bbkb", {"m_max": 7, "u_max": 9}),
+                              ("gp_ucb", {"u_max": 50})):
+        caps = make(algorithm, params=params).capacities
+        expected = {"m_max": params.get("m_max", 1), "u_max": min(params["u_max"], T)}
+        assert caps == expected, (algorithm, caps)
+    with pytest.raises(ValueError, match=r"algorithm='gssbo' optimises a continuous box.*continuous.run"):
+        make("gssbo")
 
 
 def test_capacity_growth_gives_the_trajectory_of_a_large_capacity():

@@ -262,6 +262,18 @@ class LoggingError(RuntimeError):
 WANDB_MODES = ("offline", "online", "disabled")
 
 
+def check_online_credentials() -> None:
+    """LoggingError, before anything runs, when ``logger.mode=online`` would fail for want of credentials: no
+    API key in $WANDB_API_KEY, W&B's settings file or ~/.netrc (looked up locally, without the network)."""
+    os.environ.setdefault("WANDB_SILENT", "true")
+    import wandb  # lazy: only runs that log to W&B import it
+
+    if not wandb.login(prompt=False, verify=False):
+        raise LoggingError("logger.mode=online needs W&B credentials and none are configured: run `wandb login` "
+                           "or set WANDB_API_KEY; or log offline (logger.mode=offline, the default) and upload "
+                           "later with `wandb sync`")
+
+
 def log_wandb(summary: dict, traces: dict, logger: dict, run_dir, uniform_gap: float | None = None) -> list[str]:
     """Log every seed of a result as its own W&B run; return the runs' local directories.
 

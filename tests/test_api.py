@@ -231,3 +231,16 @@ def test_default_kernel_width_and_foreign_files(tmp_path):
     np.savez(tmp_path / "x.npz", a=np.zeros(3))
     with pytest.raises(ValueError, match="not a file written by Optimizer.save"):
         Optimizer.load(tmp_path / "x.npz")
+
+
+def test_save_and_load_errors_name_the_file(tmp_path):
+    opt = make("bbkb")
+    missing = tmp_path / "no-such-dir" / "opt.npz"
+    with pytest.raises(ValueError, match=r"Optimizer.save\(.*opt.npz'\): the directory .*no-such-dir' does not exist"):
+        opt.save(missing)
+    corrupt = tmp_path / "corrupt.npz"
+    corrupt.write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(ValueError, match=r"Optimizer.load\(.*corrupt.npz'\): not a readable file"):
+        Optimizer.load(corrupt)
+    with pytest.raises(ValueError, match=r"Optimizer.load\(.*absent.npz'\)"):
+        Optimizer.load(tmp_path / "absent.npz")

@@ -384,7 +384,13 @@ def configs():
 @st.composite
 def bad_override(draw):
     """(base config name, dotted key, bad value, text the error must contain), as a CLI override would give."""
-    kind = draw(st.sampled_from(["top", "algorithm", "problem", "kernel", "logger", "grid", "members"]))
+    kind = draw(st.sampled_from(["top", "algorithm", "problem", "kernel", "logger", "grid", "members", "progress",
+                                 "domain"]))
+    if kind == "progress":
+        return "bbkb", "progress", draw(st.one_of(TEXT, NUMBERS, st.none())), "progress="
+    if kind == "domain":  # a member of another domain than the problem's: refused before any member runs
+        members = draw(st.permutations(["bbkb", draw(st.sampled_from(sorted(BO_ALGORITHMS)))]))
+        return "compare", "algorithm.members", list(members), "cannot run on problem='gp_sample'"
     if kind == "top":
         key = draw(st.sampled_from(["T", "n_seeds", "seed", "dtype", "seed_axis", "devices", "checkpoint_every"]))
         value = draw(RUN_ARGUMENTS[key].filter(lambda v: not isinstance(v, bytes)) if key != "checkpoint_every" else bad_int(1, True))
@@ -400,7 +406,7 @@ def bad_override(draw):
         return base, f"algorithm.{key}", value, name
     if kind == "problem":
         key = draw(st.sampled_from(sorted(FACTORY_ARGUMENTS["gp_sample"])))
-        return "bbkb", f"problem.{key}", draw(FACTORY_ARGUMENTS["gp_sample"][key]), f"{key}="
+        return "bbkb", f"problem.{key}", draw(FACTORY_ARGUMENTS["gp_sample"][key]), f"problem.{key}="
     if kind == "kernel":
         base = draw(st.sampled_from(["rbf", "matern52"]))
         kernel, name = draw(bad_kernel().filter(lambda c: isinstance(c[0], dict) and c[0].get("name") == base))

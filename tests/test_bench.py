@@ -148,3 +148,13 @@ def test_selection_benchmark_rows_and_bad_input(tmp_path):
     proc = run_script("bench_selection.py", "--n", 50, "--out", tmp_path / "x.json")
     assert proc.returncode == 2 and "--n: every size must exceed M = 102" in proc.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+def test_growth_benchmark_runs_and_grows_without_changing_the_queries(tmp_path):
+    import bench_growth
+
+    out = tmp_path / "growth.json"
+    bench_growth.main(["--quick", "--out", str(out)])
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["events"] and row["final"]["m_max"] > row["first"]["m_max"]  # it grew
+    assert row["same_queries"] and row["exec_small_s"] > 0 and row["exec_final_s"] > 0

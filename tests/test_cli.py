@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-from sketchbo.engine.progress import Progress
-from sketchbo import runner, tracking
+from sketchbo import cli, runner, tracking
 from sketchbo.algorithms import ALGORITHMS as FINITE_REGISTRY
 from sketchbo.algorithms import BO_ALGORITHMS
 from sketchbo.cli import CONFIG_DIR, RUNTIME_KEYS, algorithm_configs
+from sketchbo.engine.progress import Progress
 from sketchbo.problems import PROBLEMS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -118,7 +118,7 @@ def test_bad_parameter_is_a_clean_error_and_writes_nothing(tmp_path, override, n
     assert proc.stderr.startswith("sketchbo-run: error: "), proc.stderr
     assert all(name in proc.stderr for name in names), proc.stderr
     assert "Traceback" not in proc.stderr
-    assert not list(tmp_path.rglob("summary.json")) and not list(tmp_path.rglob("traces.npz"))
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())  # not even Hydra's .hydra is left behind
 
 
 def test_unknown_compare_member_is_a_clean_error(tmp_path):
@@ -453,3 +453,42 @@ def test_compile_cache_directory_is_filled_and_shared(tmp_path):
                    f"compile_cache={cache}")
     assert proc.returncode == 0, proc.stderr
     assert {e for e in os.listdir(cache) if "chunk_all" in e} == {e for e in entries if "chunk_all" in e}
+
+
+def test_rejected_runs_are_one_line_and_leave_no_directory(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for overrides, expected in ((["progress=maybe"], "progress='maybe' is invalid"),
+                                (["problem.A=0"], "problem.A=0 is invalid"),
+                                (["algorithm.members=[bbkb,gssbo]"], "algorithm 'gssbo' cannot run on problem='gp_sample'")):
+        run_dir = tmp_path / "run"
+        proc = run_cli(run_dir, "T=10", "n_seeds=1", *overrides)
+        assert proc.returncode == 2 and proc.stderr.startswith(f"sketchbo-run: error: {expected}"), proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and not run_dir.exists()  # nothing left behind
+    proc = run_cli(blocker / "run", "T=10", "n_seeds=1")  # Hydra could not create it
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == (f"sketchbo-run: error: hydra.run.dir={str(blocker / 'run')!r} cannot be created: "
+                                   f"{str(blocker)!r} is not a directory")
+
+
+def test_whole_number_floats_are_integers_and_file_errors_name_the_path():
+    cfg = compose_config("T=1e3", "n_seeds=2.0")
+    cli.check_run_keys(cfg)
+    assert cfg.T == 1000 and isinstance(cfg.T, int) and cfg.n_seeds == 2
+    with pytest.raises(ValueError, match=r"progress=1 is invalid"):
+        cli.check_run_keys(compose_config("progress=1"))
+    message = cli.describe(OSError(28, "No space left on device", "/data/run/traces.npz"))
+    assert message == "cannot write or read /data/run/traces.npz: No space left on device"
+    assert cli.writable_dir_error(Path("/proc/sketchbo-test/run"), "hydra.run.dir") is not None
+
+
+def test_online_logging_without_credentials_is_refused_before_running(tmp_path, monkeypatch):
+    for key in [k for k in os.environ if k.startswith("WANDB_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
+    cfg = compose_config("algorithm=bbkb", "logger=wandb", "logger.mode=online")
+    with pytest.raises(tracking.LoggingError, match="wandb login"):
+        cli.check_logger(cfg)
+    cli.check_logger(compose_config("algorithm=bbkb", "logger=wandb"))  # offline needs no account

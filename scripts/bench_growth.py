@@ -33,7 +33,7 @@ CASES = {  # name: (problem factory, T, seeds, hyperparameters, first capacities
     "gp5": (lambda: make_problem("gp_sample", A=3000, d=5, sigma2=0.5), 1500, 4, {"lam": 0.05, "F": 1.0},
             {"m_max": 16, "u_max": 32}),
     "quick": (lambda: make_problem("gp_sample", A=300, d=2, sigma2=0.2), 200, 2, {"lam": 0.05, "F": 1.0},
-              {"m_max": 4, "u_max": 8}),
+              {"m_max": 12, "u_max": 24}),
 }
 
 

@@ -360,4 +360,9 @@ def format_table(summaries: list[dict]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER))]
     lines = [" | ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "-+-".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return "\n".join([*lines, TABLE_FOOTER])
+
+
+TABLE_FOOTER = ("R_T/R_unif: cumulative regret over that of uniformly random choices (1 = no better than random, "
+                "lower is better); mean ± std over seeds. batches: mean number of batches per seed (hence "
+                "fractional); max dict size: largest dictionary (model rows) of any seed.")

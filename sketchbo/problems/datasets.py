@@ -63,6 +63,7 @@ SHARED_DATA_DIRS = [
 ]
 
 SCALINGS = ("minmax", "zscore", "none")
+PAPER_SUGGESTED = {"lam": 0.2, "F": 20.0}  # Problem.suggested: BBKB's protocol values on Abalone / Cadata (PROTOCOLS §9)
 ABALONE_SEX_CODES = {"M": 1.0, "F": 2.0, "I": 3.0}
 HOW_TO_PROVIDE = (
     "put the original file in a directory and pass data_dir=... (on the command line: problem.data_dir=...) "
@@ -309,7 +310,8 @@ def scale_features(X: np.ndarray, scaling: str = "minmax") -> np.ndarray:
 
 def _dataset_problem(name, X, y, scaling, sigma2, noise_std) -> Problem:
     kernel = {"name": "rbf", "sigma2": sigma2}
-    return check_problem(Problem(name, scale_features(X, scaling), standardise(y), noise_std, kernel))
+    return check_problem(Problem(name, scale_features(X, scaling), standardise(y), noise_std, kernel,
+                                 suggested=dict(PAPER_SUGGESTED)))
 
 
 def abalone(scaling="minmax", sigma2=5.0, noise_std=None, data_dir=None, download=True) -> Problem:

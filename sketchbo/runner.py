@@ -8,7 +8,8 @@ default on CPU), the same trajectories either way: seed i uses ``jax.random.key(
 random draw is keyed by the step or round at which it happens, never by how many seeds run beside it.
 
 This module is the finite domain: a query is an arm index, its feedback ``y = f[q] + xi * noise_t``
-(PROTOCOLS §9), the capacities are the dictionary ``m_max`` and the list of unique pulled arms ``u_max``.
+(PROTOCOLS §9) or, on a problem with recorded repetitions (``Problem.samples``: tabular benchmarks), the
+reward of one recorded repetition of arm q drawn uniformly (index floor(Phi(noise_t) n_q)), the capacities are the dictionary ``m_max`` and the list of unique pulled arms ``u_max``.
 A round whose model wants more than a capacity holds reports it (``info["overflow"]``) and its seed stops;
 the host loop grows the capacity to 1.5 times the largest need and continues from the last completed chunk
 in the larger, padded buffers (one recompilation per growth step), never from round 0.
@@ -48,6 +49,7 @@ class Traces(NamedTuple):
     """Per-seed run buffers carried through the rounds."""
 
     query: jax.Array  # (T,) int32 arm pulled at each step (-1 before it happens)
+    reward: jax.Array  # (T,) feedback y of each step (0 before it happens)
     batch_index: jax.Array  # (T,) int32 round (batch) of each step
     dict_size: jax.Array  # (T,) int32 dictionary size used by each selection
     rounds: jax.Array  # () int32 rounds executed
@@ -69,12 +71,21 @@ _FLOATS = {
 }
 
 
-def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict:
-    """Defaults completed by ``params``; every value checked. Raises ValueError naming the parameter."""
+FALLBACK = {"lam": 0.2, "F": 20.0}  # PROTOCOLS §9: lam and F where neither the user nor the problem sets them
+
+
+def resolve_hyperparameters(algorithm: str, params: dict | None, T: int, suggested: dict | None = None) -> dict:
+    """Defaults completed by ``params``; every value checked. Raises ValueError naming the parameter.
+
+    ``lam`` and ``F`` left at None (the registry's default, or a user's null) take the problem's
+    ``suggested`` value, else :data:`FALLBACK`."""
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm={algorithm!r} is not a known algorithm; choose one of {sorted(ALGORITHMS)}")
     spec = ALGORITHMS[algorithm]
     hyper = with_defaults(algorithm, spec.defaults, params)
+    for key, fallback in FALLBACK.items():
+        if key in hyper and hyper[key] is None:
+            hyper[key] = (suggested or {}).get(key, fallback)
     if hyper.get("delta", 0.5) is None:
         hyper["delta"] = 1.0 / T if T > 1 else 0.5
     for key, (ok, allowed) in _FLOATS.items():
@@ -135,6 +146,19 @@ def make_static(algorithm: str, hyper: dict, A: int, d: int, T: int, kernel_name
 
 # ------------------------------------------------------------------------------------- the round
 
+def feedback(queries, noise, f, xi, recorded):
+    """Rewards of a batch (``queries`` (T,), -1 padding): f[q] + xi noise_t (PROTOCOLS §9), or with
+    ``recorded = (samples (A, S), n_samples (A,))`` one recorded repetition of arm q, drawn uniformly by
+    u_t = Phi(noise_t) (the standard normal draw turned uniform): samples[q, floor(u_t n_q)]."""
+    q = jnp.maximum(queries, 0)
+    if recorded is None:
+        return f[q] + xi * noise
+    samples, n_samples = recorded
+    n = n_samples[q]
+    j = jnp.minimum(jnp.floor(jax.scipy.special.ndtr(noise) * n).astype(jnp.int32), n - 1)
+    return samples[q, j]
+
+
 def make_round(alg, T: int):
     """(round_, active) for one seed of a finite problem."""
 
@@ -142,17 +166,18 @@ def make_round(alg, T: int):
         return tr._replace(query=tr.query.at[t].set(q), batch_index=tr.batch_index.at[t].set(tr.rounds),
                            dict_size=tr.dict_size.at[t].set(info["dict_size"]))
 
-    def round_(carry, keys: SeedKeys, noise, params, f, xi):
+    def round_(carry, keys: SeedKeys, noise, params, f, xi, recorded):
         state, tr = carry
         t0 = state.t
         state, tr = select_batch(alg, keys.select, params, state, tr, record, lambda st, _: st.t < T)
         pos = jnp.arange(T)
-        queries = jnp.where((pos >= t0) & (pos < state.t), tr.query, -1)
-        ys = f[jnp.maximum(queries, 0)] + xi * noise  # feedback y = f(x) + xi N(0, 1)
+        in_batch = (pos >= t0) & (pos < state.t)
+        queries = jnp.where(in_batch, tr.query, -1)
+        ys = feedback(queries, noise, f, xi, recorded)
         state, info = finish_batch(alg, keys.resparsify, params, state, queries, ys)
         wanted = jnp.stack([info["dict_wanted"], info["pulled_wanted"]]).astype(jnp.int32)
-        return state, tr._replace(rounds=tr.rounds + 1, overflow=tr.overflow | info["overflow"],
-                                  wanted=jnp.maximum(tr.wanted, wanted))
+        return state, tr._replace(reward=jnp.where(in_batch, ys, tr.reward), rounds=tr.rounds + 1,
+                                  overflow=tr.overflow | info["overflow"], wanted=jnp.maximum(tr.wanted, wanted))
 
     def active(carry):  # a seed whose model overflowed stops until the host loop has grown the capacity
         return (carry[0].t < T) & ~carry[1].overflow
@@ -174,7 +199,8 @@ def make_program(alg, T: int, seed_axis: str, rounds_per_call: int, n_devices: i
     def init_one(keys: SeedKeys, arms, params):
         state = alg.init(keys.init, ArmSet(arms), params)
         noise = jax.random.normal(keys.noise, (T,), dtype=arms.dtype)
-        tr = Traces(query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
+        tr = Traces(query=-jnp.ones((T,), jnp.int32), reward=jnp.zeros((T,), arms.dtype),
+                    batch_index=jnp.zeros((T,), jnp.int32),
                     dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32),
                     overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32))
         return (state, tr), noise
@@ -182,8 +208,9 @@ def make_program(alg, T: int, seed_axis: str, rounds_per_call: int, n_devices: i
     def init_all(keys, arms, params):
         return over_seeds(lambda k, p: init_one(k, arms, p), seed_axis)(keys, params)
 
-    def chunk_all(keys, carry, noise, params, f, xi):
-        return over_seeds(lambda k, c, n, p, x: chunk_one(c, k, n, p, f, x), seed_axis)(keys, carry, noise, params, xi)
+    def chunk_all(keys, carry, noise, params, f, xi, recorded):
+        return over_seeds(lambda k, c, n, p, x: chunk_one(c, k, n, p, f, x, recorded), seed_axis)(
+            keys, carry, noise, params, xi)
 
     if n_devices == 1:
         return jax.jit(init_all), jax.jit(chunk_all)
@@ -192,10 +219,10 @@ def make_program(alg, T: int, seed_axis: str, rounds_per_call: int, n_devices: i
     el, rep = jax.sharding.PartitionSpec("elements"), jax.sharding.PartitionSpec()
     sh_el, sh_rep = jax.sharding.NamedSharding(mesh, el), jax.sharding.NamedSharding(mesh, rep)
     init_sm = jax.shard_map(init_all, mesh=mesh, in_specs=(el, rep, el), out_specs=el, check_vma=False)
-    chunk_sm = jax.shard_map(chunk_all, mesh=mesh, in_specs=(el, el, el, el, rep, el), out_specs=el,
+    chunk_sm = jax.shard_map(chunk_all, mesh=mesh, in_specs=(el, el, el, el, rep, el, rep), out_specs=el,
                              check_vma=False)
     return (jax.jit(init_sm, in_shardings=(sh_el, sh_rep, sh_el), out_shardings=sh_el),
-            jax.jit(chunk_sm, in_shardings=(sh_el, sh_el, sh_el, sh_el, sh_rep, sh_el), out_shardings=sh_el))
+            jax.jit(chunk_sm, in_shardings=(sh_el, sh_el, sh_el, sh_el, sh_rep, sh_el, sh_rep), out_shardings=sh_el))
 
 
 # ------------------------------------------------------------------------------------ the domain
@@ -218,8 +245,9 @@ class _Setup(NamedTuple):
 
 
 def _element_args(s: _Setup):
-    """(keys, arms, params, f, xi) stacked over the program's elements: grid points outer, seeds inner, then
-    padding to a multiple of the device count (repeats of the last element, dropped at the end)."""
+    """(keys, arms, params, f, xi, recorded) stacked over the program's elements (grid points outer, seeds
+    inner, then padding to a multiple of the device count: repeats of the last element, dropped at the end);
+    f and the recorded repetitions (None without them) are shared."""
     jdt = jnp.float64 if s.dtype == "float64" else jnp.float32
     n_el = len(s.hypers) * len(s.seeds)
     n_pad = -(-n_el // s.n_devices) * s.n_devices - n_el
@@ -239,11 +267,13 @@ def _element_args(s: _Setup):
         kernel=jax.tree.map(lambda v: jnp.broadcast_to(v, (n_el + n_pad,) + v.shape), kparams))
     el_seeds = [seed for _ in s.hypers for seed in s.seeds]
     keys = stacked_keys(el_seeds + el_seeds[-1:] * n_pad)
-    return keys, jnp.asarray(s.problem.arms, jdt), params, jnp.asarray(s.problem.f, jdt), params.xi
+    p = s.problem
+    recorded = None if p.samples is None else (jnp.asarray(p.samples, jdt), jnp.asarray(p.n_samples, jnp.int32))
+    return keys, jnp.asarray(p.arms, jdt), params, jnp.asarray(p.f, jdt), params.xi, recorded
 
 
 def _domain(s: _Setup, args) -> host.Domain:
-    keys, arms, params, f, xi = args
+    keys, arms, params, f, xi, recorded = args
     A, d = s.problem.arms.shape
     spec = ALGORITHMS[s.algorithm]
 
@@ -253,7 +283,7 @@ def _domain(s: _Setup, args) -> host.Domain:
                      str(arms.dtype), jax.tree.structure(params))
         return compiled_program(cache_key, lambda: make_program(build(spec, static), s.T, s.seed_axis,
                                                                 s.rounds_per_call, s.n_devices),
-                                (keys, arms, params), (params, f, xi))
+                                (keys, arms, params), (params, f, xi, recorded))
 
     def next_caps(carry, capacities):
         wanted = np.asarray(carry[1].wanted).max(axis=0)
@@ -265,8 +295,9 @@ def _domain(s: _Setup, args) -> host.Domain:
 
 def _identity(s: _Setup) -> dict:
     name, kparams = s.kernel
-    problem = {"name": s.problem.name, "sha256": ckpt.digest(s.problem.arms, s.problem.f),
-               "noise_std": s.problem.noise_std}
+    p = s.problem
+    recorded = () if p.samples is None else (p.samples, p.n_samples)
+    problem = {"name": p.name, "sha256": ckpt.digest(p.arms, p.f, *recorded), "noise_std": p.noise_std}
     return ckpt.run_identity(
         s.algorithm, problem, s.hypers, T=s.T, seeds=s.seeds, dtype=s.dtype, seed_axis=s.seed_axis,
         rounds_per_call=s.rounds_per_call, devices=s.n_devices,
@@ -295,8 +326,8 @@ def _setup(algorithm, problem, T, grid, n_seeds, seed, params, kernel, dtype, se
     T, n_seeds, seed = check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call)
     points = grid_points(algorithm, grid)
     n_dev = check_devices(devices)
-    hypers = [resolve_hyperparameters(algorithm, {**(params or {}), **pt}, T) for pt in points]
     problem = check_problem(problem)
+    hypers = [resolve_hyperparameters(algorithm, {**(params or {}), **pt}, T, problem.suggested) for pt in points]
     if dtype == "float64":
         jax.config.update("jax_enable_x64", True)  # entry point: float64 on by default (DESIGN §4)
     jdt = jnp.float64 if dtype == "float64" else jnp.float32
@@ -353,17 +384,18 @@ def run_grid(algorithm: str, problem: Problem, *, T: int, grid: dict | None = No
                         Progress(progress, domain.label, s.T), checkpointing)
     caps = driven.capacities
     n = len(s.seeds)
-    return [(pt, _collect(s, jax.tree.map(lambda x: x[g * n:(g + 1) * n], (driven.carry, driven.noise)), xi,
-                          driven, wall0, {**h, "m_max_final": caps["m_max"], "u_max_final": caps["u_max"], "xi": xi}))
+    return [(pt, _collect(s, jax.tree.map(lambda x: x[g * n:(g + 1) * n], driven.carry), driven, wall0,
+                          {**h, "m_max_final": caps["m_max"], "u_max_final": caps["u_max"], "xi": xi}))
             for g, (pt, h, xi) in enumerate(zip(s.points, s.hypers, s.xis))]
 
 
-def _collect(s: _Setup, part, xi, driven, wall0, hyper) -> RunResult:
-    (state, tr), noise = part
+def _collect(s: _Setup, carry, driven, wall0, hyper) -> RunResult:
+    """The RunResult of one grid point's seeds (``carry`` sliced to them)."""
+    _, tr = carry
     query = np.asarray(tr.query)
     f = np.asarray(s.problem.f)
     f_star = float(f.max())
-    traces = {"query": query, "reward": f[query] + xi * np.asarray(noise, dtype=np.float64),
+    traces = {"query": query, "reward": np.asarray(tr.reward, dtype=np.float64),
               "instant_regret": f_star - f[query], "batch_index": np.asarray(tr.batch_index),
               "dict_size": np.asarray(tr.dict_size)}
     return result(s.algorithm, s.problem.name, s.T, s.seeds, traces, np.asarray(tr.rounds), f_star - float(f.mean()),

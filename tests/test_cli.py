@@ -154,8 +154,9 @@ def test_every_algorithm_config_composes_with_the_registry_defaults(algorithm):
     assert cfg.algorithm.name == algorithm and algorithm in REGISTRY
     params = {k: v for k, v in cfg.algorithm.items() if k != "name"}
     assert params == REGISTRY[algorithm].defaults  # same keys and values as the runner's registry
-    if "lam" in params:  # PROTOCOLS §9 (S-BPE has no beta mode: its width is Thm 3.5's)
-        assert (params["lam"], params["F"], params["delta"], params.get("beta", "code")) == (0.2, 20, None, "code")
+    if "lam" in params:  # null: the problem's suggested values, else PROTOCOLS §9's (runner.FALLBACK)
+        assert (params["lam"], params["F"], params["delta"], params.get("beta", "code")) == (None, None, None, "code")
+        assert runner.FALLBACK == {"lam": 0.2, "F": 20.0}
 
 
 def test_registry_has_a_config_for_every_algorithm():

@@ -48,7 +48,7 @@ class RunResult(NamedTuple):
     T: int
     n_seeds: int
     seeds: list
-    traces: dict  # query, reward, instant_regret, batch_index, dict_size: (n_seeds, T) numpy arrays
+    traces: dict  # query, reward, instant_regret, batch_index, dict_size, loop_iterations: (n_seeds, T) numpy
     round_time_s: np.ndarray  # (n_rounds,) wall time of each round (all seeds), chunk time split evenly
     cumulative_regret: np.ndarray  # (n_seeds,)
     regret_ratio: np.ndarray  # (n_seeds,) R_T / (T (f* - mean f))
@@ -72,6 +72,7 @@ class Traces(NamedTuple):
     rounds: jax.Array  # () int32 rounds executed
     overflow: jax.Array  # () bool, a resparsification wanted more than a capacity holds
     wanted: jax.Array  # (2,) int32 largest sizes wanted: [dictionary, unique pulled arms]
+    loop_iterations: jax.Array  # (T,) int32 loop iterations of each in-batch step (info; 0 where not reported)
 
 
 class SeedKeys(NamedTuple):
@@ -192,7 +193,8 @@ def _make_round(alg, T: int):
         q, state, info = alg.select(jax.random.fold_in(keys.select, t), state, params)
         tr = tr._replace(
             query=tr.query.at[t].set(q), batch_index=tr.batch_index.at[t].set(tr.rounds),
-            dict_size=tr.dict_size.at[t].set(info["dict_size"]))
+            dict_size=tr.dict_size.at[t].set(info["dict_size"]),
+            loop_iterations=tr.loop_iterations.at[t].set(info.get("loop_iterations", 0)))
         return state, tr
 
     def round_(carry, keys: SeedKeys, params, f, noise, xi):
@@ -237,7 +239,8 @@ def make_program(alg, T: int, seed_axis: str, rounds_per_call: int, n_devices: i
         noise = jax.random.normal(keys.noise, (T,), dtype=arms.dtype)
         tr = Traces(query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
                     dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32),
-                    overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32))
+                    overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32),
+                    loop_iterations=jnp.zeros((T,), jnp.int32))
         return (state, tr), noise
 
     def chunk_one(keys, carry, noise, params, f, xi):
@@ -682,7 +685,7 @@ def _collect(algorithm, problem, T, seeds, carry, noise, xi, round_times, wall0,
     return RunResult(
         algorithm=algorithm, problem=problem.name, T=T, n_seeds=len(seeds), seeds=list(seeds),
         traces={"query": query, "reward": reward, "instant_regret": inst, "batch_index": batch_index,
-                "dict_size": np.asarray(tr.dict_size)},
+                "dict_size": np.asarray(tr.dict_size), "loop_iterations": np.asarray(tr.loop_iterations)},
         round_time_s=round_times, cumulative_regret=cum, regret_ratio=ratio,
         n_batches=np.asarray(tr.rounds).astype(int), max_batch_size=max_batch,
         max_dict_size=np.asarray(tr.dict_size).max(axis=1).astype(int),

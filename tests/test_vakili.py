@@ -170,7 +170,8 @@ def _sbpe_trials(n_trials, A=60, T=60, lam=0.01, C_k=3.0, seed=4):
         keys = runner.SeedKeys(*jax.random.split(k_run, 4))
         tr = runner.Traces(query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
                            dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32),
-                           overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32))
+                           overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32),
+                           loop_iterations=jnp.zeros((T,), jnp.int32))
         carry = (alg.init(keys.init, ArmSet(arms), params), tr)
         noise = jax.random.normal(keys.noise, (T,), dtype=arms.dtype)
         state, tr = jax.lax.fori_loop(0, n_rounds, lambda _, c: round_(c, keys, params, f, noise, params.xi), carry)

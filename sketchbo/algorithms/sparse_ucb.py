@@ -9,8 +9,8 @@ One engine, three batch rules (``batch_rules.py``):
 * ``bbkb_local`` — the per-arm GlobalLocal rule of the public code.
 
 Within a batch the mean, dictionary and width are frozen; variances shrink by rank-one updates of V^{-1}
-(Alg. 1, L7) and the argmax is taken lazily over stale UCBs (L8; :func:`common.lazy_argmax`): O(A + m^2 +
-m d) per in-batch step plus O(m^2 + m d) per refreshed arm. At the batch end the feedback is added
+(Alg. 1, L7) and the argmax is taken lazily over stale UCBs (L8; :func:`common.bounded_argmax`): O(A/B + B +
+k (m^2 + m d)) per in-batch step for k arms refreshed together, rarely more. At the batch end the feedback is added
 (``update``) and the dictionary resampled with the start-of-batch variances (L11–16, ``resparsify``).
 """
 from __future__ import annotations
@@ -22,8 +22,8 @@ import jax.numpy as jnp
 
 from sketchbo.algorithms.batch_rules import BatchRule
 from sketchbo.algorithms.common import (
-    Algorithm, Params, Static, UCBTable, batch_feedback, beta_bbkb, beta_bkb, beta_vakili, block_size, lazy_argmax,
-    ucb_table,
+    Algorithm, Params, Static, UCBTable, batch_feedback, beta_bbkb, beta_bkb, beta_vakili, block_size,
+    bounded_argmax, ucb_table,
 )
 from sketchbo.gp import nystrom, sparse_bounds
 from sketchbo.kernels import get_kernel
@@ -103,7 +103,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             var = nystrom.embedded_variance(kS(i), state.kdiag[i].astype(fdt), state.W, state.Vinv, lam_f)
             return _finite_or_worst(state.mean[i] + state.beta * jnp.sqrt(var)).astype(dt)
 
-        ucb, fresh, best, n_refresh = lazy_argmax(state.ucb, state.fresh, refresh)  # Alg. 1, L4 and L8
+        ucb, fresh, best, n_refresh, loops = bounded_argmax(state.ucb, state.fresh, jax.vmap(refresh))  # L4, L8
         first = state.t == 0
         q = jnp.where(first, state.first_arm, best).astype(jnp.int32)
 
@@ -118,7 +118,8 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             ucb=ucb, fresh=jnp.zeros_like(fresh), Vinv=Vinv, rule_acc=acc,
             batch_open=~(close | first), t=state.t + 1,
         )
-        info = {"n_refresh": n_refresh, "dict_size": jnp.sum(state.dict_mask).astype(jnp.int32)}
+        info = {"n_refresh": n_refresh, "loop_iterations": loops,
+                "dict_size": jnp.sum(state.dict_mask).astype(jnp.int32)}
         return q, new, info
 
     def update(state: SparseUCBState, queries, ys, params: Params):

@@ -8,6 +8,7 @@ import re
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from sketchbo.algorithms import ALGORITHMS, Params, Static, build, rule_name
@@ -69,3 +70,35 @@ def test_float32_bbkb_keeps_the_dictionary_algebra_in_float64():
     text = lowered_round("bbkb")
     assert "tensor<16x16xf64>" in text  # W, V^{-1}, B (m_max = 16)
     assert "tensor<60x16xf32>" in text  # the kernel block K_AS of the resparsification (A = 60)
+
+
+def test_float32_posterior_with_float64_factors_matches_float64():
+    """An ill-conditioned dictionary (wide rbf, 40 close points): the float32 posterior whose m x m algebra is in
+    float64 keeps the full rank and stays close to the float64 one; the all-float32 path drops half the rank."""
+    from sketchbo.gp import nystrom
+    from sketchbo.kernels import get_kernel
+
+    kern = get_kernel("rbf")
+    rng = np.random.default_rng(0)
+    arms = rng.uniform(-1, 1, size=(400, 2))
+    counts = np.zeros(400)
+    counts[rng.choice(400, 60, replace=False)] = rng.integers(1, 5, 60)
+    ysum = counts * np.sin(3 * arms[:, 0])
+    idx = np.flatnonzero(counts)[:40]
+
+    def post(dt, fdt):
+        c = jnp.asarray(counts, dt)
+        p_idx, p_mask, _ = nystrom.pulled_list(c, 64)
+        X = jnp.asarray(arms, dt)
+        return nystrom.posterior(kern, {"sigma2": jnp.asarray(1.0, dt)}, X, jnp.ones(400, dt), jnp.asarray(idx),
+                                 jnp.ones(40, bool), p_idx, p_mask, c, jnp.asarray(ysum, dt), jnp.asarray(0.2, dt),
+                                 fdtype=fdt)
+
+    ref, mixed, f32 = post(jnp.float64, None), post(jnp.float32, jnp.float64), post(jnp.float32, None)
+    assert mixed.B.dtype == jnp.float64 and mixed.var.dtype == jnp.float32 and int(mixed.rank) == int(ref.rank)
+    assert 2 * int(f32.rank) <= int(ref.rank)  # float32's threshold max_eig m eps_32 drops what float64 keeps
+    for field in ("var", "mean"):
+        err_mixed, err_f32 = (float(np.max(np.abs(np.asarray(getattr(p, field), np.float64) - getattr(ref, field))))
+                              for p in (mixed, f32))
+        assert err_mixed <= 1e-3 * float(np.max(np.abs(getattr(ref, field)))), field
+        assert err_mixed <= err_f32 / 5, field

@@ -383,8 +383,8 @@ def print_accelerator_table(rows: list) -> None:
     for r in rows:
         busy = "n/a" if r["gpu_busy"] is None else f"{r['gpu_busy']:.2f}"
         ratio = f"{r['regret_ratio_mean']:.4f} ± {r['regret_ratio_sd']:.4f}"
-        print(f"{r['algorithm']:<10} {r['problem']:<9} {r['T']:6d} {r['n_seeds']:5d} {r['dtype']:<8} {r['wall_s']:8.2f} "
-              f"{r['compile_s']:7.2f} {r['exec_s']:8.2f} {ratio:>16} {r['batches_mean']:7.1f} {r['max_dict']:5d} "
+        print(f"{r['algorithm']:<10} {r['problem']:<9} {r['T']:6d} {r['n_seeds']:5d} {r['dtype']:<8} "
+              f"{r['wall_s']:8.2f} {r['compile_s']:7.2f} {r['exec_s']:8.2f} {ratio:>16} {r['batches_mean']:7.1f} {r['max_dict']:5d} "
               f"{r['loop_iter_mean']:13.3f} {r['loop_iter_max']:4d} {busy:>8}")
 
 

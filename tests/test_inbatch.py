@@ -155,4 +155,5 @@ def test_selections_identical_to_the_lazy_rule_on_cadata_T2000(monkeypatch):
     np.testing.assert_array_equal(new.traces["query"], ref.traces["query"])
     loops_new, loops_ref = new.traces["loop_iterations"], ref.traces["loop_iterations"]
     assert loops_ref.max() >= 3  # the lazy rule needs several refreshes on some steps ...
-    assert loops_new.max() < loops_ref.max() and loops_new.mean() < 0.5 * loops_ref.mean()  # ... the bounded one rarely loops
+    # ... the bounded one rarely loops
+    assert loops_new.max() < loops_ref.max() and loops_new.mean() < 0.5 * loops_ref.mean()

@@ -55,6 +55,7 @@ class Traces(NamedTuple):
     rounds: jax.Array  # () int32 rounds executed
     overflow: jax.Array  # () bool, a resparsification wanted more than a capacity holds (the seed stops)
     wanted: jax.Array  # (2,) int32 largest sizes wanted: [dictionary, unique pulled arms]
+    loop_iterations: jax.Array  # (T,) int32 loop iterations of each in-batch step (0 where not reported)
 
 
 # ---------------------------------------------------------------------------------------- validation
@@ -164,7 +165,8 @@ def make_round(alg, T: int):
 
     def record(tr, t, q, info):
         return tr._replace(query=tr.query.at[t].set(q), batch_index=tr.batch_index.at[t].set(tr.rounds),
-                           dict_size=tr.dict_size.at[t].set(info["dict_size"]))
+                           dict_size=tr.dict_size.at[t].set(info["dict_size"]),
+                           loop_iterations=tr.loop_iterations.at[t].set(info.get("loop_iterations", 0)))
 
     def round_(carry, keys: SeedKeys, noise, params, f, xi, recorded):
         state, tr = carry
@@ -202,7 +204,8 @@ def make_program(alg, T: int, seed_axis: str, rounds_per_call: int, n_devices: i
         tr = Traces(query=-jnp.ones((T,), jnp.int32), reward=jnp.zeros((T,), arms.dtype),
                     batch_index=jnp.zeros((T,), jnp.int32),
                     dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32),
-                    overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32))
+                    overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32),
+                    loop_iterations=jnp.zeros((T,), jnp.int32))
         return (state, tr), noise
 
     def init_all(keys, arms, params):
@@ -397,7 +400,7 @@ def _collect(s: _Setup, carry, driven, wall0, hyper) -> RunResult:
     f_star = float(f.max())
     traces = {"query": query, "reward": np.asarray(tr.reward, dtype=np.float64),
               "instant_regret": f_star - f[query], "batch_index": np.asarray(tr.batch_index),
-              "dict_size": np.asarray(tr.dict_size)}
+              "dict_size": np.asarray(tr.dict_size), "loop_iterations": np.asarray(tr.loop_iterations)}
     return result(s.algorithm, s.problem.name, s.T, s.seeds, traces, np.asarray(tr.rounds), f_star - float(f.mean()),
                   driven, wall0, s.dtype, hyper)
 

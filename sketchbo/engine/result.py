@@ -14,7 +14,7 @@ class RunResult(NamedTuple):
     T: int
     n_seeds: int
     seeds: list
-    traces: dict  # query, reward, instant_regret, batch_index, dict_size: (n_seeds, T) numpy arrays
+    traces: dict  # query, reward, instant_regret, batch_index, dict_size (loop_iterations: finite arms): (n_seeds, T)
     round_time_s: np.ndarray  # (n_rounds,) wall time of each round (all seeds), chunk time split evenly
     cumulative_regret: np.ndarray  # (n_seeds,)
     regret_ratio: np.ndarray  # (n_seeds,) R_T / (T (mean regret of a uniformly random query))

@@ -48,11 +48,11 @@ def lowered_round(name: str) -> str:
     init_fn, chunk_fn = make_program(alg, static.T, "map", rounds_per_call=2)
     f32 = jnp.float32
     params = Params(*(jnp.full((1,), v, f32) for v in (0.2, 2.0, 2.0, 1.0, 0.1, 0.2 ** 0.5, 0.1)),
-                    kernel={k: v[None] for k, v in kernel_params("rbf", 2, dtype=f32, sigma2=0.2).items()})
+                    kernel={k: v[None] for k, v in kernel_params("rbf", 2, f32, sigma2=0.2).items()})
     keys = jax.tree.map(lambda k: k[None], seed_keys(0))
     arms, f, xi = jnp.asarray(PROBLEM.arms, f32), jnp.asarray(PROBLEM.f, f32), params.xi
     carry, noise = init_fn(keys, arms, params)
-    return chunk_fn.lower(keys, carry, noise, params, f, xi).as_text()
+    return chunk_fn.lower(keys, carry, noise, params, f, xi, None).as_text()
 
 
 @pytest.mark.parametrize("name", FINITE)

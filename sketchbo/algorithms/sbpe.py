@@ -55,6 +55,7 @@ import jax.numpy as jnp
 from sketchbo.algorithms.common import Algorithm, Params, Static, first_argmax
 from sketchbo.gp import nystrom, rls, sparse_bounds
 from sketchbo.kernels import get_kernel
+from sketchbo.linalg import mm
 
 BASE_PER_QBAR = 12.0  # Alg. 2, L1 base size c_base = 12 q-bar log(1/delta) (192 at q-bar = 16)
 
@@ -155,7 +156,7 @@ def make_sbpe(static: Static) -> Algorithm:
     def _select_exact(key, state: SBPEState, params: Params):
         """``resample=code``: L8 on the exact in-batch variance, then its rank-one update by the new point."""
         q = pick_max_variance(key, state.var, state.active)
-        cov = kernel.k(params.kernel, state.arms, state.arms[q][None, :])[:, 0] - state.G @ state.G[q]  # (A,)
+        cov = kernel.k(params.kernel, state.arms, state.arms[q][None, :])[:, 0] - mm(state.G, state.G[q])  # (A,)
         g = cov / jnp.sqrt(jnp.maximum(cov[q], 0.0) + params.lam)  # new pivoted-Cholesky column
         new = state._replace(var=jnp.maximum(state.var - g * g, 0.0), G=state.G.at[:, state.batch_t].set(g))
         return q, new, state.batch_t + 1  # the exact posterior of the batch's points, this one included

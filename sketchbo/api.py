@@ -384,7 +384,7 @@ class Optimizer:
 
         Mutates nothing: the caller commits the result."""
         A, d = self._candidates.shape
-        larger, _ = next_capacities(wanted, {"m_max": cfg.m_max, "u_max": cfg.u_max}, A, A)
+        larger, _ = next_capacities(cfg.algorithm, wanted, {"m_max": cfg.m_max, "u_max": cfg.u_max}, A, A)
         if larger is None:
             raise AssertionError(f"grow called without an overflow: wanted {wanted}, capacities {cfg}")
         cfg = cfg._replace(**larger)

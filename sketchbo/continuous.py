@@ -271,7 +271,10 @@ def _domain(s: _Setup, args) -> host.Domain:
         cap = next_capacity(capacities["cap"], s.T)
         return {"cap": cap}, [f"sample buffer capacity {capacities['cap']} -> {cap}"]
 
-    return host.Domain(label=f"{s.algorithm}/{p.name}", T=s.T, program=program, grow=padded_into,
+    def grow(carry, template):  # the new rows of D (and, for models on every row, of the subset) are zeros
+        return padded_into(carry, jax.tree.map(jnp.zeros_like, template))
+
+    return host.Domain(label=f"{s.algorithm}/{p.name}", T=s.T, program=program, grow=grow,
                        next_capacities=next_caps, check=lambda carry: check_feedback(p, carry, s.seeds))
 
 

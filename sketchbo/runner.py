@@ -123,14 +123,14 @@ def initial_capacities(algorithm: str, hyper: dict, A: int, T: int) -> dict:
     return {"m_max": min(hyper.get("m_max", 1), A), "u_max": min(hyper.get("u_max", 1), A, T)}
 
 
-def next_capacities(wanted, capacities: dict, A: int, T: int) -> tuple[dict | None, list]:
+def next_capacities(algorithm: str, wanted, capacities: dict, A: int, T: int) -> tuple[dict | None, list]:
     """Capacities 1.5 times the largest need where a need (``wanted`` = [dictionary, unique pulled arms])
-    exceeds its capacity, with a message each; (None, []) when everything fits."""
+    exceeds a capacity that the algorithm has, with a message each; (None, []) when everything fits."""
     limits = {"m_max": A, "u_max": min(A, T)}
     names = {"m_max": "dictionary capacity m_max", "u_max": "pulled-arm capacity u_max"}
     larger, messages = dict(capacities), []
     for key, want in zip(("m_max", "u_max"), (int(wanted[0]), int(wanted[1]))):
-        if want > capacities[key]:
+        if key in ALGORITHMS[algorithm].defaults and want > capacities[key]:
             larger[key] = min(limits[key], max(capacities[key], math.ceil(1.5 * want)))
             messages.append(f"{names[key]}={capacities[key]} overflowed (a seed wanted {want}); continuing "
                             f"from the last completed chunk with {key}={larger[key]}")
@@ -289,8 +289,14 @@ def _domain(s: _Setup, args) -> host.Domain:
                                 (keys, arms, params), (params, f, xi, recorded))
 
     def next_caps(carry, capacities):
+        if not np.any(np.asarray(carry[1].overflow)):
+            return None, []
         wanted = np.asarray(carry[1].wanted).max(axis=0)
-        return next_capacities(wanted, capacities, A, s.T)
+        larger, messages = next_capacities(s.algorithm, wanted, capacities, A, s.T)
+        if larger is None:  # would stop the overflowing seed for good
+            raise RuntimeError(f"{s.algorithm}: a round overflowed (wanted {wanted.tolist()}) but no capacity of "
+                               f"{capacities} can grow")
+        return larger, messages
 
     label = f"{s.algorithm}/{s.problem.name}" + (f" grid of {len(s.points)}" if len(s.points) > 1 else "")
     return host.Domain(label=label, T=s.T, program=program, grow=padded_into, next_capacities=next_caps)

@@ -11,7 +11,8 @@ from sketchbo.api import Optimizer
 from sketchbo.problems import make_problem
 from sketchbo.runner import run
 
-PROBLEM = make_problem("gp_sample", A=100, d=2, sigma2=0.2)
+# without its suggested lam and F: an Optimizer knows no problem, so both sides use the same defaults
+PROBLEM = make_problem("gp_sample", A=100, d=2, sigma2=0.2)._replace(suggested=None)
 F = np.asarray(PROBLEM.f)
 T = 40
 BATCHED = {"C": 5.0}  # BBKB with C~ = 5: batches of 2 to 3 arms after the first 10 pulls on PROBLEM

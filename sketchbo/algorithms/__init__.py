@@ -74,8 +74,9 @@ _SUBSET = {**_BO, "M": None, "Z": 4.0, "n_overhead": 70.0, "keep_best": False}
 BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
     "std_gp_ucb": AlgorithmSpec("std_gp_ucb", "Standard GP-UCB: exact GP on all samples", "continuous", False,
                                 dict(_BO), "sequential"),
-    "gssbo": AlgorithmSpec("gssbo", "GSSBO: exact GP on M samples chosen by gradient diversity", "continuous",
-                           False, {**_SUBSET, "sigma_d2": 0.01, "selection": "gradient"}, "sequential"),
+    # selection: projection | pivoted | cosine (PROTOCOLS §9; the default chosen by measurement, issue 16)
+    "gssbo": AlgorithmSpec("gssbo", "GSSBO: exact GP on M samples chosen by a gradient-diversity greedy",
+                           "continuous", False, {**_SUBSET, "sigma_d2": 0.01, "selection": "pivoted"}, "sequential"),
     "rssbo": AlgorithmSpec("rssbo", "RSSBO: exact GP on M samples, the rest chosen at random", "continuous",
                            False, dict(_SUBSET), "sequential"),
     "kmeans_pp": AlgorithmSpec("kmeans_pp", "exact GP on M samples chosen by k-means++ in the RKHS",

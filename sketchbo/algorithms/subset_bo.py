@@ -7,7 +7,7 @@ the posterior engine:
 | name          | subset of D (``sketchbo.gp.subset``)                      | engine            |
 |---------------|-----------------------------------------------------------|-------------------|
 | ``std_gp_ucb``  | all samples ("Standard GP-UCB", Srinivas et al. 2010)     | exact GP          |
-| ``gssbo``       | n0 initial + newest + greedy gradient diversity (Eq. 1)   | exact GP on M     |
+| ``gssbo``       | n0 initial + newest + a named greedy rule (``selection``) | exact GP on M     |
 | ``rssbo``       | n0 initial + newest + uniformly random                    | exact GP on M     |
 | ``kmeans_pp``   | n0 initial + newest + k-means++ in the RKHS               | exact GP on M     |
 | ``lr_first_m``  | the first m samples as Nyström landmarks                  | Nyström (DTC), all D |
@@ -17,10 +17,12 @@ the posterior engine:
 
 Subsets of GSSBO, RSSBO and k-means++ hold M rows once |D| > M; before that the GP uses all of D (Alg. 1,
 L17). M is fixed (``M``) or set by the dynamic rule with factor Z (:func:`dynamic_buffer_size`).
-Options (static): ``selection = "pivoted"`` makes GSSBO pick its free members by greedy pivoted Cholesky,
-the greedy Nyström column selection the appendix proves equivalent to gradient diversity in the noiseless
-limit (PROTOCOLS §9's option); ``keep_best`` also forces the best observed sample into the subset of GSSBO,
-RSSBO and k-means++ (our option, not the paper's; default off).
+Options (static): ``selection`` names GSSBO's rule for its free members (``sketchbo.gp.subset``, PROTOCOLS §9):
+``projection`` (the appendix's greedy: largest residual norm of the perturbed gradient vector after projecting
+out the kept ones' span), ``pivoted`` (greedy pivoted Cholesky on K, the greedy Nyström column selection the
+appendix proves equivalent in the noiseless limit) or ``cosine`` (Eq. (1)'s summed cosine similarity as
+written; ``gradient`` is its deprecated name); ``keep_best`` also forces the best observed sample into the
+subset of GSSBO, RSSBO and k-means++ (our option, not the paper's; default off).
 
 The round structure of the runner (DESIGN §2) carries over: ``select`` returns the planned query (a point
 of the uniform initial design for t < n0), ``update`` appends the batch to D, and ``resparsify`` does the
@@ -33,6 +35,7 @@ Nyström variants fit their hyperparameters on the landmark rows and share the B
 from __future__ import annotations
 
 import math
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -48,7 +51,7 @@ MATERN = get_kernel("matern52")
 # name -> (subset selection, engine, repeat points)
 VARIANTS = {
     "std_gp_ucb": ("all", "exact", False),
-    "gssbo": ("gradient", "exact", False),
+    "gssbo": ("named", "exact", False),  # the rule named by BOStatic.selection
     "rssbo": ("random", "exact", False),
     "kmeans_pp": ("kmeanspp", "exact", False),
     "lr_first_m": ("first", "nystrom", False),
@@ -69,7 +72,7 @@ class BOStatic(NamedTuple):
     fit_steps: int  # Adam steps of the hyperparameter fit per round
     acq: acquisition.AcqStatic  # sizes of the acquisition maximiser
     n_incumbents: int = 5  # best observed points whose perturbations are candidates
-    selection: str = "gradient"  # gssbo's subset rule: "gradient" (Eq. 1) or "pivoted" (PROTOCOLS §9 option)
+    selection: str = "pivoted"  # gssbo's subset rule: one of subset.SELECTIONS (or "gradient" = "cosine", deprecated)
     keep_best: bool = False  # also force the best observed sample into the subset (our option, not the paper's)
 
 
@@ -169,9 +172,23 @@ def model_size(static: BOStatic) -> int:
     return static.cap if VARIANTS[static.variant][0] == "all" else static.M
 
 
+def gssbo_rule(static: BOStatic) -> str:
+    """GSSBO's subset rule, one of ``subset.SELECTIONS``; ``gradient`` (its name before 2026-11-22) is read as
+    ``cosine`` with a FutureWarning; anything else is a ValueError naming the choices."""
+    if static.selection == "gradient":
+        warnings.warn("selection='gradient' is deprecated: it is Eq. (1)'s rule, now named 'cosine' (the choices "
+                      f"are {list(subset.SELECTIONS)})", FutureWarning, stacklevel=3)
+        return "cosine"
+    if static.selection not in subset.SELECTIONS:
+        raise ValueError(f"selection={static.selection!r} is not a GSSBO subset rule; choose one of "
+                         f"{list(subset.SELECTIONS)}")
+    return static.selection
+
+
 def make_subset_bo(static: BOStatic) -> Algorithm:
     """Factory of the continuous-domain algorithms (see the module docstring)."""
     selection, engine, merge = VARIANTS[static.variant]
+    rule = gssbo_rule(static) if selection == "named" else None
     M = model_size(static)
     cap, d, n0 = static.cap, static.d, static.n0
 
@@ -207,12 +224,8 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
             return subset.first_rows(valid, M)
         if selection == "random":
             return subset.random_subset(key, valid, forced, M)
-        if selection == "gradient" and static.selection == "pivoted":  # appendix: greedy Nyström columns
-            K = MATERN.k(hyper.kernel_params(state.hyper), data.x, data.x)
-            return subset.pivoted_cholesky_subset(K, valid, forced, M)
-        if selection == "gradient":
-            G = subset.gradient_vectors(state.hyper, data.x, y, valid)
-            return subset.gradient_subset(key, G, valid, forced, M, params.sigma_d2)
+        if selection == "named":  # GSSBO's named rule (PROTOCOLS §9)
+            return subset.gssbo_subset(rule, key, state.hyper, data.x, y, valid, forced, M, params.sigma_d2)
         K = MATERN.k(hyper.kernel_params(state.hyper), data.x, data.x)
         if selection == "kmeanspp":
             return subset.kmeanspp_subset(key, K, valid, forced, M)
@@ -285,4 +298,4 @@ def _nystrom_predict(h: hyper.GPHyper, data: Data, idx, mask, valid, y):
 
 
 __all__ = ["VARIANTS", "BOStatic", "BOParams", "BOState", "Data", "dynamic_buffer_size", "append_batch", "grow",
-           "model_size", "make_subset_bo"]
+           "model_size", "gssbo_rule", "make_subset_bo"]

@@ -12,7 +12,8 @@
 
 Continuous domains ([0, 1]^d, GSSBO, Wei et al. 2025) have their own registry, :data:`BO_ALGORITHMS`, run
 by :func:`sketchbo.continuous.run` (``subset_bo.py``): ``std_gp_ucb``, ``gssbo``, ``rssbo``, ``kmeans_pp``,
-``lr_first_m``, ``sparse_gp``, ``mini_gp_ucb``.
+``lr_first_m``, ``sparse_gp``, ``mini_gp_ucb``; and the random embeddings ``rembo``, ``hesbo``
+(``embeddings.py``).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from typing import NamedTuple
 
 from sketchbo.algorithms.batch_rules import BATCH_RULES
 from sketchbo.algorithms.common import Algorithm, ArmSet, Params, Static
+from sketchbo.algorithms.embeddings import EMBEDDINGS, make_embedding_bo
 from sketchbo.algorithms.eps_greedy import make_eps_greedy
 from sketchbo.algorithms.exact_ucb import make_exact_ucb
 from sketchbo.algorithms.sbpe import make_sbpe
@@ -87,6 +89,11 @@ BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
                                "continuous", False, {**_BO, "m": 50}, "sequential"),
     "mini_gp_ucb": AlgorithmSpec("mini_gp_ucb", "mini-META GP-UCB: repeat x_h while 1 + n s~^2(x_h) <= C",
                                  "continuous", True, {**_BO, "C": 2.0}, "sequential"),
+    # m: the low dimension d of the random embedding (4: our choice, the GSSBO paper does not state it)
+    "rembo": AlgorithmSpec("rembo", "REMBO: GP-UCB on y in [-sqrt(d), sqrt(d)]^d, x = clip(A y), A Gaussian",
+                           "continuous", False, {**_BO, "m": 4}, "sequential"),
+    "hesbo": AlgorithmSpec("hesbo", "HeSBO: GP-UCB on y in [-1, 1]^d, x = S y, S a count sketch (one +-1 per row)",
+                           "continuous", False, {**_BO, "m": 4}, "sequential"),
 }
 
 _BATCH_RULE_NAMES = {"product": "product", "sum": "bbkb_global"}  # gp_bucb's ``batch_rule`` option
@@ -115,6 +122,8 @@ def build_bo(spec: AlgorithmSpec, static: BOStatic) -> Algorithm:
     if spec.name not in BO_ALGORITHMS:
         raise ValueError(f"algorithm={spec.name!r} is not a continuous-domain algorithm; choose one of "
                          f"{sorted(BO_ALGORITHMS)}")
+    if spec.name in EMBEDDINGS:
+        return make_embedding_bo(static)
     return make_subset_bo(static)
 
 

@@ -57,6 +57,9 @@ VARIANTS = {
     "lr_first_m": ("first", "nystrom", False),
     "sparse_gp": ("pivoted", "nystrom", False),
     "mini_gp_ucb": ("all", "exact", True),
+    # random embeddings (``embeddings.py``): an exact GP on all rows of a low-dimensional buffer
+    "rembo": ("all", "exact", False),
+    "hesbo": ("all", "exact", False),
 }
 
 

@@ -12,8 +12,8 @@
 
 Continuous domains ([0, 1]^d, GSSBO, Wei et al. 2025) have their own registry, :data:`BO_ALGORITHMS`, run
 by :func:`sketchbo.continuous.run` (``subset_bo.py``): ``std_gp_ucb``, ``gssbo``, ``rssbo``, ``kmeans_pp``,
-``lr_first_m``, ``sparse_gp``, ``mini_gp_ucb``; and the random embeddings ``rembo``, ``hesbo``
-(``embeddings.py``).
+``lr_first_m``, ``sparse_gp``, ``mini_gp_ucb``; the random embeddings ``rembo``, ``hesbo``
+(``embeddings.py``) and ``vecchia_bo`` (``vecchia_bo.py``).
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from typing import NamedTuple
 from sketchbo.algorithms.batch_rules import BATCH_RULES
 from sketchbo.algorithms.common import Algorithm, ArmSet, Params, Static
 from sketchbo.algorithms.embeddings import EMBEDDINGS, make_embedding_bo
+from sketchbo.algorithms.vecchia_bo import make_vecchia_bo
 from sketchbo.algorithms.eps_greedy import make_eps_greedy
 from sketchbo.algorithms.exact_ucb import make_exact_ucb
 from sketchbo.algorithms.sbpe import make_sbpe
@@ -94,6 +95,9 @@ BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
                            "continuous", False, {**_BO, "m": 4}, "sequential"),
     "hesbo": AlgorithmSpec("hesbo", "HeSBO: GP-UCB on y in [-1, 1]^d, x = S y, S a count sketch (one +-1 per row)",
                            "continuous", False, {**_BO, "m": 4}, "sequential"),
+    # m: conditioning-set size, fixed (32: our choice; Jimenez & Katzfuss grow it like 7.2 log10(n)^2)
+    "vecchia_bo": AlgorithmSpec("vecchia_bo", "VecchiaBO: GP-UCB on a Vecchia GP (maximin order, m nearest "
+                                "earlier neighbours)", "continuous", False, {**_BO, "m": 32}, "sequential"),
 }
 
 _BATCH_RULE_NAMES = {"product": "product", "sum": "bbkb_global"}  # gp_bucb's ``batch_rule`` option
@@ -124,6 +128,8 @@ def build_bo(spec: AlgorithmSpec, static: BOStatic) -> Algorithm:
                          f"{sorted(BO_ALGORITHMS)}")
     if spec.name in EMBEDDINGS:
         return make_embedding_bo(static)
+    if spec.name == "vecchia_bo":
+        return make_vecchia_bo(static)
     return make_subset_bo(static)
 
 

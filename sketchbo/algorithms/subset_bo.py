@@ -60,6 +60,7 @@ VARIANTS = {
     # random embeddings (``embeddings.py``): an exact GP on all rows of a low-dimensional buffer
     "rembo": ("all", "exact", False),
     "hesbo": ("all", "exact", False),
+    "vecchia_bo": ("vecchia", "vecchia", False),  # ``vecchia_bo.py``: every row, Vecchia's likelihood
 }
 
 

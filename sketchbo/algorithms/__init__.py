@@ -12,7 +12,7 @@
 
 Continuous domains ([0, 1]^d, GSSBO, Wei et al. 2025) have their own registry, :data:`BO_ALGORITHMS`, run
 by :func:`sketchbo.continuous.run` (``subset_bo.py``): ``std_gp_ucb``, ``gssbo``, ``rssbo``, ``kmeans_pp``,
-``lr_first_m``, ``sparse_gp``, ``mini_gp_ucb``; the random embeddings ``rembo``, ``hesbo``
+``lr_first_m``, ``sparse_gp``, ``ipa``, ``mini_gp_ucb``; the random embeddings ``rembo``, ``hesbo``
 (``embeddings.py``) and ``vecchia_bo`` (``vecchia_bo.py``).
 """
 from __future__ import annotations
@@ -88,6 +88,9 @@ BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
                                 "continuous", False, {**_BO, "m": 100}, "sequential"),
     "sparse_gp": AlgorithmSpec("sparse_gp", "SparseGP: DTC with m inducing points by greedy pivoted Cholesky",
                                "continuous", False, {**_BO, "m": 50}, "sequential"),
+    # m: number of inducing points (50 as sparse_gp: our choice; the GSSBO paper does not give it)
+    "ipa": AlgorithmSpec("ipa", "IPA: DTC with m inducing points by a DPP weighted by the samples' EI (Moss et "
+                         "al. 2023)", "continuous", False, {**_BO, "m": 50}, "sequential"),
     "mini_gp_ucb": AlgorithmSpec("mini_gp_ucb", "mini-META GP-UCB: repeat x_h while 1 + n s~^2(x_h) <= C",
                                  "continuous", True, {**_BO, "C": 2.0}, "sequential"),
     # m: the low dimension d of the random embedding (4: our choice, the GSSBO paper does not state it)

@@ -1,7 +1,7 @@
 """GP-UCB on continuous domains with a GP fitted on a subset of the samples: GSSBO and the baselines of its
 figures (Wei et al. 2025, "Gradient-based Sample Selection for Faster Bayesian Optimization", Alg. 1, §6).
 
-One factory, seven variants (``VARIANTS``), differing in which rows of the data buffer D the GP sees and in
+One factory, eight variants (``VARIANTS``), differing in which rows of the data buffer D the GP sees and in
 the posterior engine:
 
 | name          | subset of D (``sketchbo.gp.subset``)                      | engine            |
@@ -12,6 +12,8 @@ the posterior engine:
 | ``kmeans_pp``   | n0 initial + newest + k-means++ in the RKHS               | exact GP on M     |
 | ``lr_first_m``  | the first m samples as Nyström landmarks                  | Nyström (DTC), all D |
 | ``sparse_gp``   | m inducing points by greedy pivoted Cholesky (IVM-style)  | Nyström (DTC), all D |
+| ``ipa``         | m inducing points: greedy MAP of the DPP diag(q) K diag(q), | Nyström (DTC), all D |
+|               | q = EI under the previous model (Moss et al. 2023)         |                   |
 | ``mini_gp_ucb`` | unique points with counts; a point is repeated while      | exact GP on unique |
 |               | 1 + n s~^2(x_h) <= C (BBKB's sum rule, PROTOCOLS §3)      | points            |
 
@@ -60,6 +62,7 @@ VARIANTS = {
     # random embeddings (``embeddings.py``): an exact GP on all rows of a low-dimensional buffer
     "rembo": ("all", "exact", False),
     "hesbo": ("all", "exact", False),
+    "ipa": ("ipa", "nystrom", False),  # m inducing points by IPA's quality-weighted DPP (ipa_rows)
     "vecchia_bo": ("vecchia", "vecchia", False),  # ``vecchia_bo.py``: every row, Vecchia's likelihood
 }
 
@@ -228,6 +231,8 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
             return subset.first_rows(valid, M)
         if selection == "random":
             return subset.random_subset(key, valid, forced, M)
+        if selection == "ipa":
+            return ipa_rows(state, valid, y, M)
         if selection == "named":  # GSSBO's named rule (PROTOCOLS §9)
             return subset.gssbo_subset(rule, key, state.hyper, data.x, y, valid, forced, M, params.sigma_d2)
         K = MATERN.k(hyper.kernel_params(state.hyper), data.x, data.x)
@@ -278,6 +283,29 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
     return Algorithm(init, select, update, resparsify)
 
 
+IPA_FLOOR = 1e-6  # added to every quality (standardised units): all samples keep a positive weight (our choice)
+
+
+def ipa_quality(state: BOState, valid, y):
+    """IPA's quality of every sample (cap,): q_i = EI of sample i under the previous round's model (its DTC
+    posterior on the previous inducing points and hyperparameters; the EI's baseline: the best observed
+    reward), in standardised units, + IPA_FLOOR; 1 in empty rows. Before the first fit (no inducing points)
+    all qualities are equal."""
+    predict, _ = _nystrom_predict(state.hyper, state.data, state.sub_idx, state.sub_mask, valid, y)
+    mean, var = predict(state.data.x)
+    _, _, y_scale = hyper.standardise(y, valid)
+    best = jnp.max(jnp.where(valid, y, -jnp.inf))
+    q = subset.expected_improvement(mean / y_scale, var / y_scale ** 2, best / y_scale) + IPA_FLOOR
+    return jnp.where(valid, q, 1.0)
+
+
+def ipa_rows(state: BOState, valid, y, M: int):
+    """IPA (Moss, Ober & Picheny 2023): M inducing points among the samples by the greedy MAP of the DPP with
+    L = diag(q) K diag(q) (``subset.quality_dpp_subset``), q = :func:`ipa_quality`."""
+    K = MATERN.k(hyper.kernel_params(state.hyper), state.data.x, state.data.x)
+    return subset.quality_dpp_subset(K, ipa_quality(state, valid, y), valid, M)
+
+
 def _nystrom_predict(h: hyper.GPHyper, data: Data, idx, mask, valid, y):
     """DTC posterior of all rows of D with the landmarks D[idx] (the BKB engine, ``nystrom.posterior``,
     with lam = s2 on standardised targets). Returns (predict, s2): predict(xq) -> (mean, var) of the latent f
@@ -302,4 +330,5 @@ def _nystrom_predict(h: hyper.GPHyper, data: Data, idx, mask, valid, y):
 
 
 __all__ = ["VARIANTS", "BOStatic", "BOParams", "BOState", "Data", "dynamic_buffer_size", "append_batch", "grow",
-           "model_size", "gssbo_rule", "make_subset_bo"]
+           "model_size", "gssbo_rule", "ipa_quality", "ipa_rows",
+           "make_subset_bo"]

@@ -25,6 +25,9 @@ Baselines:
 * :func:`kmeanspp_subset` — k-means++ seeding in the RKHS (Oglic & Gärtner 2017): the rest drawn with
   probability proportional to the squared RKHS distance to the nearest kept row.
 * :func:`first_rows` — the first M rows (LR-First m).
+* :func:`quality_dpp_subset` — IPA (Moss, Ober & Picheny 2023): greedy MAP of a quality-weighted DPP, i.e.
+  pivoted Cholesky of diag(q) K diag(q): residual variance times q_i^2 (qualities from
+  :func:`expected_improvement`).
 """
 from __future__ import annotations
 
@@ -212,5 +215,24 @@ def pivoted_cholesky_subset(K, valid, forced, M: int):
     return _as_subset(chosen, M)
 
 
+def expected_improvement(mean, var, best):
+    """EI of a maximisation at points with posterior mean and variance (q,) over the baseline ``best`` ():
+    (mu - best) Phi(z) + sigma phi(z), z = (mu - best) / sigma (Jones et al. 1998); (mu - best)^+ where
+    sigma = 0."""
+    sd = jnp.sqrt(jnp.maximum(var, 0.0))
+    diff = mean - best
+    z = diff / jnp.where(sd > 0, sd, 1.0)
+    ei = diff * jax.scipy.stats.norm.cdf(z) + sd * jax.scipy.stats.norm.pdf(z)
+    return jnp.where(sd > 0, jnp.maximum(ei, 0.0), jnp.maximum(diff, 0.0))
+
+
+def quality_dpp_subset(K, q, valid, M: int):
+    """IPA's inducing points (Moss, Ober & Picheny 2023): the greedy MAP of the DPP with L-ensemble
+    L = diag(q) K diag(q) over the valid rows, each step adding argmax_i det(L_{S+i}) / det(L_S) =
+    q_i^2 (k_ii - K_iS K_SS^{-1} K_Si) (Chen, Zhang & Zhou 2018: a pivoted Cholesky of L). q (n,) > 0."""
+    return pivoted_cholesky_subset(K * q[:, None] * q[None, :], valid, jnp.zeros_like(valid), M)
+
+
 __all__ = ["row_normals", "forced_rows", "first_rows", "top_priority", "random_subset", "gradient_vectors",
-           "perturbed_gradients", "projection_subset", "cosine_subset", "SELECTIONS", "gssbo_subset", "kmeanspp_subset", "pivoted_cholesky_subset"]
+           "perturbed_gradients", "projection_subset", "cosine_subset", "SELECTIONS", "gssbo_subset",
+           "expected_improvement", "quality_dpp_subset", "kmeanspp_subset", "pivoted_cholesky_subset"]

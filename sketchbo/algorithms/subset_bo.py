@@ -12,8 +12,8 @@ the posterior engine:
 | ``kmeans_pp``   | n0 initial + newest + k-means++ in the RKHS               | exact GP on M     |
 | ``lr_first_m``  | the first m samples as Nyström landmarks                  | Nyström (DTC), all D |
 | ``sparse_gp``   | m inducing points by greedy pivoted Cholesky (IVM-style)  | Nyström (DTC), all D |
-| ``ipa``         | m inducing points: greedy MAP of the DPP diag(q) K diag(q), | Nyström (DTC), all D |
-|               | q = EI under the previous model (Moss et al. 2023)         |                   |
+| ``ipa``         | m inducing points: greedy MAP of the DPP diag(q) K diag(q),| Nyström (DTC), all D |
+|               | q = EI under the previous model (Moss et al. 2023)        |                   |
 | ``mini_gp_ucb`` | unique points with counts; a point is repeated while      | exact GP on unique |
 |               | 1 + n s~^2(x_h) <= C (BBKB's sum rule, PROTOCOLS §3)      | points            |
 
@@ -50,7 +50,8 @@ from sketchbo.kernels import get_kernel
 
 MATERN = get_kernel("matern52")
 
-# name -> (subset selection, engine, repeat points)
+# name -> (subset selection, engine, repeat points): every continuous algorithm's entry, read by ``grow`` and the
+# runner; ``rembo``, ``hesbo`` (``embeddings.py``) and ``vecchia_bo`` (``vecchia_bo.py``) have their own factories
 VARIANTS = {
     "std_gp_ucb": ("all", "exact", False),
     "gssbo": ("named", "exact", False),  # the rule named by BOStatic.selection

@@ -80,7 +80,7 @@ class BOStatic(NamedTuple):
     fit_steps: int  # Adam steps of the hyperparameter fit per round
     acq: acquisition.AcqStatic  # sizes of the acquisition maximiser
     n_incumbents: int = 5  # best observed points whose perturbations are candidates
-    selection: str = "pivoted"  # gssbo's subset rule: one of subset.SELECTIONS (or "gradient" = "cosine", deprecated)
+    selection: str = "pivoted"  # gssbo's rule: one of subset.SELECTIONS (default by measurement; "gradient" = "cosine")
     keep_best: bool = False  # also force the best observed sample into the subset (our option, not the paper's)
 
 

@@ -14,7 +14,8 @@ m x m solves only, exact when every c(i) holds all earlier samples. Our choices,
 * m fixed (``m``, default 32; Jimenez & Katzfuss grow it like 7.2 log10(n)^2: 28 at n = 100, 64 at n = 1000);
 * Matérn-5/2 ARD, outputscale and noise on standardised targets, fitted by projected Adam (``fit_steps``,
   ``lr_fit``; warm start, as ``sketchbo.gp.hyper.fit`` does for the exact GP);
-* prediction: each candidate conditions on its m nearest samples in the scaled inputs (one at a time), mean k_xc (K_cc + s2 I)^{-1} y_c and latent variance
+* prediction: each candidate conditions on its m nearest samples in the scaled inputs (one at a time),
+  mean k_xc (K_cc + s2 I)^{-1} y_c and latent variance
   k_xx - k_xc (K_cc + s2 I)^{-1} k_cx; UCB = mu + sqrt(beta_t) sigma, beta_t = beta_c d log(2t) (PROTOCOLS §9),
   maximised by ``sketchbo.acquisition`` as the other continuous methods.
 """

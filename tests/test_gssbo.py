@@ -422,12 +422,18 @@ def test_other_baselines_learn_on_hartmann6(name):
 
 
 @pytest.mark.slow
-def test_vmap_equals_map_over_seeds():
+@pytest.mark.parametrize("selection", ["pivoted", "projection", "cosine"])
+def test_vmap_equals_map_over_seeds(selection):
+    """Batched and single factorisations round differently and the fits amplify it (about 10x every two
+    steps: 1e-10 by step 24); later a discrete choice (a subset row, an acquisition start) can flip, so the
+    runs are compared over 24 steps."""
     p = make_problem("hartmann6")
-    kw = dict(T=30, n_seeds=2, params={"n0": 8, "M": 12, "n_uniform": 256, "n_local": 64}, progress=False)
+    params = {"n0": 8, "M": 12, "n_uniform": 256, "n_local": 64, "selection": selection}
+    kw = dict(T=24, n_seeds=2, params=params, progress=False)
     a = continuous.run("gssbo", p, seed_axis="map", **kw)
     b = continuous.run("gssbo", p, seed_axis="vmap", **kw)
     np.testing.assert_allclose(a.traces["x"], b.traces["x"], atol=1e-6)
+    assert np.all(a.traces["dict_size"][:, -1] == 12)
 
 
 # -------------------------------------------------------------------------------------------------- CLI

@@ -13,7 +13,12 @@ them further, so that a subset runs in minutes):
 * ``gp_sample`` — GP-sample problems with A = 10^3, 10^4, 10^5 arms and T = 10^3, 10^4 (see
   :func:`gp_problem`);
 * ``step`` — the complexity evidence: the median time of one in-batch selection step of BBKB (Alg. 1,
-  L4–L8) and of one resparsification (L11–L16) against the dictionary size m and the number of arms A.
+  L4–L8) and of one resparsification (L11–L16) against the dictionary size m and the number of arms A;
+* ``accelerator`` (only when named) — the table of issue 15: BBKB on Cadata (T = 10^4) with S seeds in one
+  program (the backend's default seed axis) in float64 and float32: wall, compilation and execution time,
+  R_T / R_T^unif (mean +- sd), batches, dictionary size, loop iterations per in-batch step (mean, max) and
+  the GPU's busy fraction (nvidia-smi's utilization over the run, compilation included; "n/a" elsewhere).
+  S = 1, 10 on a CPU, 1, 10, 100, 1000 on an accelerator (``--seeds 1,10,100``).
 
 A run row reports the wall time (compilation included) split into compilation and execution, the median
 time of one round of the program, the execution time per seed-step and the throughput, the peak memory
@@ -28,6 +33,7 @@ cores: the load average at the start and at the end is recorded.
     python scripts/bench.py                                  # everything (long on a CPU)
     python scripts/bench.py --only seeds dtype step --problems cadata --out bench.json
     python scripts/bench.py --quick --out /tmp/bench.json    # tiny sizes: seconds, checks the script
+    python scripts/bench.py --only accelerator --out accel.json
     python scripts/plot_bench.py --results bench.json        # the figures
 """
 from __future__ import annotations
@@ -38,6 +44,8 @@ import json
 import os
 import platform
 import resource
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -55,7 +63,9 @@ from sketchbo.problems.synthetic import rbf_gram, standardise
 from sketchbo.runner import run
 
 PROTOCOL = {"lam": 0.2, "qbar": 2.0, "C": 2.0, "F": 20.0, "delta": None}  # PROTOCOLS §9; delta None = 1/T
-GROUPS = ("protocols", "seeds", "dtype", "gp_sample", "step")
+GROUPS = ("protocols", "seeds", "dtype", "gp_sample", "step", "accelerator")
+DEFAULT_GROUPS = GROUPS[:5]  # the accelerator table runs when named
+ACCEL_SEEDS = {"cpu": (1, 10), "accelerator": (1, 10, 100, 1000)}  # S of the accelerator table by backend
 ALL_ALGORITHMS = ("bbkb", "bbkb_local", "bkb", "gp_ucb", "gp_bucb")
 LONG_T = {"bbkb": 10_000, "bbkb_local": 10_000}  # the others: SHORT_T
 SHORT_T = 2000
@@ -68,10 +78,10 @@ TIMELINE_POINTS = 400  # points kept of a one-seed run's timeline
 FULL = {"problems": ("abalone", "cadata"), "algorithms": ALL_ALGORITHMS, "T": None, "seeds": 10,
         "gp_A": (1000, 10_000, 100_000), "gp_T": (1000, 10_000), "m": (32, 64, 128, 256, 512),
         "step_A": (1000, 10_000, 100_000), "step_m": 128, "step_problem": "cadata", "n_steps": 200, "repeats": 7,
-        "protocol_gp_A": 1000}
+        "protocol_gp_A": 1000, "accel_seeds": None}
 QUICK = {"problems": ("gp_sample",), "algorithms": ("bbkb",), "T": 60, "seeds": 2, "gp_A": (300,), "gp_T": (60,),
          "m": (8, 16), "step_A": (150, 300), "step_m": 16, "step_problem": "gp_sample", "n_steps": 20, "repeats": 3,
-         "protocol_gp_A": 300}
+         "protocol_gp_A": 300, "accel_seeds": (1, 2)}
 
 
 # ------------------------------------------------------------------------------------------ machine
@@ -320,6 +330,64 @@ def group_gp_sample(suite: Suite, cfg: dict) -> dict:
     return {}
 
 
+class GpuBusy:
+    """Mean GPU utilisation (nvidia-smi, sampled every 100 ms) while a case runs: None where there is no GPU."""
+
+    def __init__(self):
+        self.proc = None
+        if jax.default_backend() == "gpu" and shutil.which("nvidia-smi"):
+            self.proc = subprocess.Popen(
+                ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits", "-lms", "100",
+                 "-i", str(jax.devices()[0].id)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def stop(self) -> float | None:
+        if self.proc is None:
+            return None
+        self.proc.terminate()
+        out, _ = self.proc.communicate()
+        samples = [float(v) for v in out.split() if v.replace(".", "", 1).isdigit()]
+        return float(np.mean(samples)) / 100 if samples else None
+
+
+def accel_seeds(cfg: dict) -> tuple:
+    if cfg["accel_seeds"] is not None:
+        return tuple(cfg["accel_seeds"])
+    return ACCEL_SEEDS["cpu" if jax.default_backend() == "cpu" else "accelerator"]
+
+
+def group_accelerator(suite: Suite, cfg: dict) -> dict:
+    """S seeds of BBKB in one program, float64 and float32 (the backend's seed axis): the rows of issue 15."""
+    axis = "map" if jax.default_backend() == "cpu" else "vmap"  # the runner's default (seed_axis="auto")
+    for name, problem, algorithm, T in protocol_cases(suite, cfg):
+        for S in accel_seeds(cfg):
+            for dtype in ("float64", "float32"):
+                busy = GpuBusy()
+                row = suite.case("accelerator", algorithm, problem, T, S, axis, dtype)
+                res = suite.result(algorithm, problem, T, S, seed_axis=axis, dtype=dtype)[0]
+                loops = res.traces["loop_iterations"]
+                row.update(regret_ratio_sd=float(np.std(row["regret_ratio"], ddof=1)) if S > 1 else 0.0,
+                           batches_mean=float(np.mean(res.n_batches)), loop_iter_mean=float(loops.mean()),
+                           loop_iter_max=int(loops.max()), gpu_busy=busy.stop())
+    return {}
+
+
+def print_accelerator_table(rows: list) -> None:
+    rows = [r for r in rows if r["group"] == "accelerator"]
+    if not rows:
+        return
+    print(f"\naccelerator table ({rows[0]['device']}): loop it. = while-loop iterations per in-batch step")
+    header = (f"{'algorithm':<10} {'problem':<9} {'T':>6} {'seeds':>5} {'dtype':<8} {'wall s':>8} {'comp s':>7} "
+              f"{'exec s':>8} {'R_T/R_unif':>16} {'batches':>7} {'dict':>5} {'loop it. mean':>13} {'max':>4} "
+              f"{'GPU busy':>8}")
+    print(header + "\n" + "-" * len(header))
+    for r in rows:
+        busy = "n/a" if r["gpu_busy"] is None else f"{r['gpu_busy']:.2f}"
+        ratio = f"{r['regret_ratio_mean']:.4f} ± {r['regret_ratio_sd']:.4f}"
+        print(f"{r['algorithm']:<10} {r['problem']:<9} {r['T']:6d} {r['n_seeds']:5d} {r['dtype']:<8} "
+              f"{r['wall_s']:8.2f} {r['compile_s']:7.2f} {r['exec_s']:8.2f} {ratio:>16} {r['batches_mean']:7.1f} {r['max_dict']:5d} "
+              f"{r['loop_iter_mean']:13.3f} {r['loop_iter_max']:4d} {busy:>8}")
+
+
 # ------------------------------------------------------------------------------------------ step costs
 
 def median_time(fn, repeats: int) -> float:
@@ -346,7 +414,7 @@ def step_cost(problem: Problem, m: int, n_steps: int, repeats: int) -> dict:
     kname = spec.pop("name")
     params = Params(lam=jnp.asarray(0.2), qbar=jnp.asarray(1e9), C=jnp.asarray(1e9), F=jnp.asarray(20.0),
                     delta=jnp.asarray(1e-4), xi=jnp.asarray(0.2 ** 0.5), eps=jnp.asarray(0.0),
-                    kernel=kernel_params(kname, d, dtype=jnp.float64, **spec))
+                    kernel=kernel_params(kname, d, jnp.float64, **spec))
     static = Static(A=A, d=d, T=10_000, m_max=m, u_max=m, kernel=kname, beta_family="bbkb", beta_mode="code",
                     resample="code", batch_rule="bbkb_global")
     alg = build(ALGORITHMS["bbkb"], static)
@@ -418,16 +486,26 @@ def save(out: Path, data: dict) -> None:
     os.replace(tmp, out)
 
 
+def seed_list(text: str) -> list:
+    """``--seeds``: one integer or a comma-separated list of them."""
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer or a comma-separated list of integers")
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="tiny sizes on gp_sample (seconds): checks the script")
-    ap.add_argument("--only", nargs="+", choices=GROUPS, default=list(GROUPS), metavar="GROUP",
-                    help=f"groups to run, of {list(GROUPS)} (default all)")
+    ap.add_argument("--only", nargs="+", choices=GROUPS, default=list(DEFAULT_GROUPS), metavar="GROUP",
+                    help=f"groups to run, of {list(GROUPS)} (default all but accelerator)")
     ap.add_argument("--algorithms", nargs="+", choices=ALL_ALGORITHMS, default=None,
                     help="algorithms (default: all in protocols (--quick: bbkb), bbkb in the other groups)")
     ap.add_argument("--problems", nargs="+", choices=("abalone", "cadata", "gp_sample"), default=None,
                     help="problems of protocols (default abalone cadata), seeds and dtype (default cadata)")
-    ap.add_argument("--seeds", type=int, default=None, help="S of the seeds and dtype groups (default 10)")
+    ap.add_argument("--seeds", type=seed_list, default=None,
+                    help="S of the seeds and dtype groups (default 10); a comma-separated list (1,10,100) gives the "
+                         "accelerator group's seed counts, the others use the last")
     ap.add_argument("--T", type=int, default=None, help="horizon of every protocols/seeds/dtype run "
                     f"(default {LONG_T['bbkb']} for bbkb and bbkb_local, {SHORT_T} for the others)")
     ap.add_argument("--gp-A", type=int, nargs="+", default=None, help="arms of the gp_sample group")
@@ -445,9 +523,10 @@ def parse_args(argv):
     ap.add_argument("--out", type=Path, default=Path("bench.json"), help="JSON file of the results")
     ap.add_argument("--device-info", action="store_true", help="print the machine and device as JSON and exit")
     args = ap.parse_args(argv)
-    for name in ("seeds", "T"):
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            ap.error(f"--{name} {getattr(args, name)} is invalid; it must be an integer >= 1")
+    if args.seeds is not None and min(args.seeds) < 1:
+        ap.error(f"--seeds {','.join(map(str, args.seeds))} is invalid; it must be an integer >= 1")
+    if args.T is not None and args.T < 1:
+        ap.error(f"--T {args.T} is invalid; it must be an integer >= 1")
     if args.m_max is not None and args.m_max < 1:
         ap.error(f"--m-max {args.m_max} is invalid; it must be an integer >= 1")
     for name in ("gp_A", "gp_T", "m", "step_A"):
@@ -459,7 +538,9 @@ def parse_args(argv):
 def config(args) -> dict:
     """The sizes of this run: QUICK or FULL, overridden by the options."""
     cfg = dict(QUICK if args.quick else FULL)
-    for key, value in (("T", args.T), ("seeds", args.seeds), ("gp_A", args.gp_A), ("gp_T", args.gp_T),
+    if args.seeds is not None:
+        cfg["seeds"], cfg["accel_seeds"] = args.seeds[-1], tuple(args.seeds)
+    for key, value in (("T", args.T), ("gp_A", args.gp_A), ("gp_T", args.gp_T),
                        ("m", args.m), ("step_A", args.step_A)):
         if value is not None:
             cfg[key] = value
@@ -473,7 +554,8 @@ def group_config(cfg: dict, group: str, args) -> dict:
     return {**cfg, "algorithms": algorithms, "problems": problems}
 
 
-RUNNERS = {"protocols": group_protocols, "seeds": group_seeds, "dtype": group_dtype, "gp_sample": group_gp_sample}
+RUNNERS = {"protocols": group_protocols, "seeds": group_seeds, "dtype": group_dtype, "gp_sample": group_gp_sample,
+           "accelerator": group_accelerator}
 
 
 def main(argv=None) -> dict:
@@ -500,6 +582,7 @@ def main(argv=None) -> dict:
                 date_end=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 argv=list(sys.argv[1:] if argv is None else argv), config=cfg)
     print_table(suite.rows, step_costs, ratios)
+    print_accelerator_table(suite.rows)
     data = {"meta": meta, "runs": suite.rows, "step_costs": step_costs, "ratios": ratios}
     save(args.out, data)
     print(f"\nload average at the end {meta['load_avg_end']}; saved {args.out}", flush=True)

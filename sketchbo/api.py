@@ -21,17 +21,21 @@ Until ``tell`` it is idempotent: asking again returns the same pending batch. ``
 back (``update``) and refreshes the model (``resparsify``: BBKB Alg. 1, L11-16). ``save`` / ``load``
 round-trip the whole optimiser through one ``.npz`` file.
 
-Same keys, same trajectory: the state is driven exactly as :func:`sketchbo.runner.run` drives one seed
-(the keys derive from ``seed`` by ``runner.seed_keys``: ``select`` folds in the step t, ``resparsify``
-the step after the batch), so on a noiseless problem the asked points equal the runner's queries, and a
-saved and restored optimiser asks exactly (bit for bit in float64) what an uninterrupted one asks.
+Ask and tell are the two halves of the round engine's finite round (``sketchbo.engine.rounds``:
+``select_batch`` and ``finish_batch``), with the runner's keys (``engine.program.seed_keys``: ``select``
+folds in the step t, ``resparsify`` the step after the batch), so with the runner's rewards the asked points
+equal :func:`sketchbo.runner.run`'s queries, and a saved and restored optimiser asks exactly (bit for bit in
+float64) what an uninterrupted one asks.
 
-Capacities (dictionary ``m_max``, unique pulled arms ``u_max``) are static buffer sizes, as in the
-runner. When a model needs more, the optimiser grows the capacity to 1.5 times the need and rebuilds
-its state by replaying the told batches with the larger buffers (the state a run started with that
-capacity would have after asking the same points). The Nyström engine (BKB, BBKB) overflows only when
-its dictionary is resampled after a ``tell``; the exact engine (GP-UCB, GP-BUCB) can overflow while
-selecting, which ``ask`` detects and answers by growing and asking again.
+Capacities (dictionary ``m_max``, unique pulled arms ``u_max``) are static buffer sizes with the runner's
+first values (``runner.initial_capacities``; a user's ``m_max``/``u_max`` are honoured). When a model needs
+more, the optimiser grows it as the runner does: to 1.5 times the need (``runner.next_capacities``), the
+state before the step that overflowed padded into the larger buffers (``engine.program.padded_into``), and
+the step done again. The Nyström engine (BKB, BBKB) and S-BPE overflow when the model is rebuilt after a
+``tell``; the exact engine (GP-UCB, GP-BUCB) can overflow while selecting, which ``ask`` answers the same way.
+
+Continuous domains (GSSBO and its baselines) are not driven by this class: their queries are points of a
+box chosen by an acquisition maximiser over a JAX objective; use :func:`sketchbo.continuous.run`.
 """
 from __future__ import annotations
 
@@ -39,18 +43,21 @@ import functools
 import json
 import math
 import os
+import zipfile
 from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build, rule_name
-from sketchbo.gp import exact
-from sketchbo.kernels import get_kernel, kernel_params
-from sketchbo.problems.base import Problem, check_problem
 from sketchbo import tracking
-from sketchbo.runner import invalid_value, check_int, seed_keys, resolve_hyperparameters
+from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS, ArmSet, Params, Static, build
+from sketchbo.engine.program import padded_into, seed_keys
+from sketchbo.engine.rounds import finish_batch, select_batch
+from sketchbo.engine.validate import check_int, invalid_value
+from sketchbo.kernels import kernel_params
+from sketchbo.problems.base import Problem, check_problem
+from sketchbo.runner import initial_capacities, make_static, next_capacities, resolve_hyperparameters
 
 FORMAT = "sketchbo.api.Optimizer/1"  # tag of the files written by Optimizer.save
 _HEURISTIC_SUBSAMPLE = 1000  # rows used by the default kernel width (median heuristic)
@@ -82,10 +89,8 @@ class _Programs(NamedTuple):
     """The jit-compiled functions of one static configuration."""
 
     init: Callable  # (key, arms (A, d), params) -> state
-    ask: Callable  # (state, key, params) -> (state, queries (T,) int32 with -1 padding, n () int32)
-    # (state, queries (T,), n_forced, ys (T,), key, params) -> (state, overflow info): the feedback of a batch
-    # whose pulls are in the state (n_forced = 0, after ask) or are forced into it first (replay)
-    tell: Callable
+    ask: Callable  # (state, key, params) -> (state, (queries (T,) int32 with -1 padding, n () int32), info)
+    tell: Callable  # (state, queries (T,), ys (T,), key, params) -> (state, capacity info)
 
 
 class _Pending(NamedTuple):
@@ -160,6 +165,10 @@ def _enable_dtype(dtype: str):
 
 
 def _config(algorithm, params, kernel, seed, horizon, dtype, noise_std, arms) -> _Config:
+    if isinstance(algorithm, str) and algorithm in BO_ALGORITHMS:
+        raise ValueError(f"algorithm={algorithm!r} optimises a continuous box, which ask/tell does not drive; "
+                         f"use sketchbo.continuous.run with a ContinuousProblem (or one of {sorted(ALGORITHMS)} "
+                         "over a finite set of candidate points)")
     horizon = check_int("horizon", horizon, 1)
     seed = check_int("seed", seed, 0)
     _enable_dtype(dtype)
@@ -167,23 +176,16 @@ def _config(algorithm, params, kernel, seed, horizon, dtype, noise_std, arms) ->
     problem = _checked_problem(arms, noise_std, {})
     kspec = _kernel_spec(kernel, problem.arms)
     _kernel_params(kspec, arms.shape[1], _jdtype(dtype))  # validates the name and the hyperparameters
-    A = arms.shape[0]
-    engine = ALGORITHMS[algorithm].engine
-    m_max = min(hyper.get("m_max", 1), A) if engine == "sparse" else 1  # runner.run's initial capacities
-    u_max = min(hyper.get("u_max", 1), A, horizon) if engine in ("sparse", "exact") else 1
+    caps = initial_capacities(algorithm, hyper, arms.shape[0], horizon)  # the runner's first capacities
     nstd = None if noise_std is None else float(noise_std)
-    return _Config(algorithm, hyper, kspec, seed, horizon, dtype, nstd, m_max, u_max)
+    return _Config(algorithm, hyper, kspec, seed, horizon, dtype, nstd, caps["m_max"], caps["u_max"])
 
 
 # ------------------------------------------------------------------------------------- the programs
 
 def _static(cfg: _Config, A: int, d: int) -> Static:
-    spec = ALGORITHMS[cfg.algorithm]
-    h = cfg.hyper
-    return Static(A=A, d=d, T=cfg.horizon, m_max=cfg.m_max, u_max=cfg.u_max, kernel=cfg.kernel["name"],
-                  beta_family=h.get("beta_family", "bbkb"), beta_mode=h.get("beta", "code"),
-                  resample=h.get("resample", "code"), batch_rule=rule_name(spec, h),
-                  exact_dictionary=h.get("dictionary") == "all_pulled")
+    return make_static(cfg.algorithm, cfg.hyper, A, d, cfg.horizon, cfg.kernel["name"],
+                       {"m_max": cfg.m_max, "u_max": cfg.u_max})
 
 
 def _jdtype(dtype: str):
@@ -192,7 +194,7 @@ def _jdtype(dtype: str):
 
 def _kernel_params(kspec: dict, d: int, jdt) -> dict:
     spec = dict(kspec)
-    return kernel_params(spec.pop("name", None), d, dtype=jdt, **spec)
+    return kernel_params(spec.pop("name", None), d, jdt, **spec)
 
 
 def _params(cfg: _Config, d: int) -> Params:
@@ -208,53 +210,26 @@ def _params(cfg: _Config, d: int) -> Params:
                   eps=jnp.asarray(h.get("eps", 0.0), jdt), kernel=kparams)
 
 
-def _forced_pulls(engine: str, static: Static):
-    """What ``select`` leaves behind after pulling given arms, for replaying told batches.
-
-    ``update`` and ``resparsify`` reset every in-batch field of the Nyström and eps-greedy states, so
-    only the step counter matters there; the exact engine also folds each pull into its posterior
-    variance (GP-BUCB's hallucinated update), as ``exact_ucb.select`` does.
-    """
-    kernel = get_kernel(static.kernel)
-
-    def force(state, queries, n, params):  # queries (T,) at their step positions, n pulls from state.t
-        if engine == "exact":
-            T = queries.shape[0]
-            gp = jax.lax.fori_loop(0, n, lambda j, g: exact.add_observation(
-                kernel, params.kernel, state.arms, g, queries[(state.t + j) % T], params.lam), state.gp)
-            state = state._replace(gp=gp)
-        return state._replace(t=state.t + n)
-
-    return force
-
-
 @functools.lru_cache(maxsize=32)
 def _programs(algorithm: str, static: Static) -> _Programs:
-    """Jitted init / ask / tell for one static configuration (cached across optimisers)."""
-    spec = ALGORITHMS[algorithm]
-    alg = build(spec, static)
+    """Jitted init / ask / tell for one static configuration (cached across optimisers): the halves of the
+    runner's round (``engine.rounds``)."""
+    alg = build(ALGORITHMS[algorithm], static)
     T = static.T
-    force = _forced_pulls(spec.engine, static)
 
     def init(key, arms, params):
         return alg.init(key, ArmSet(arms), params)
 
-    def ask(state, key, params):
-        # Select until the batch rule closes the batch, at most T pulls. Pull j of the batch is written at
-        # position (t0 + j) mod T, its step in the runner's (T,) trace (same reductions in ``update``).
-        def body(c):
-            st, q, n = c
-            pos = st.t % T
-            i, st, _ = alg.select(jax.random.fold_in(key, st.t), st, params)
-            return st, q.at[pos].set(i), n + 1
+    def record(acc, t, q, info):  # pull j of the batch at position t mod T, its step in the runner's trace
+        queries, n = acc
+        return queries.at[t % T].set(q), n + 1
 
-        q0 = -jnp.ones((T,), jnp.int32)
-        return jax.lax.while_loop(lambda c: c[0].batch_open & (c[2] < T), body, (state, q0, jnp.int32(0)))
+    def ask(state, key, params):  # at most T pulls in a batch
+        empty = (-jnp.ones((T,), jnp.int32), jnp.int32(0))
+        return select_batch(alg, key, params, state, empty, record, lambda st, acc: acc[1] < T)
 
-    def tell(state, queries, n_forced, ys, key, params):
-        state = force(state, queries, n_forced, params)
-        state, _ = alg.update(state, queries, ys, params)
-        state, info = alg.resparsify(jax.random.fold_in(key, state.t), state, params)
+    def tell(state, queries, ys, key, params):
+        state, info = finish_batch(alg, key, params, state, queries, ys)
         return state, {k: info[k] for k in ("overflow", "dict_wanted", "pulled_wanted")}
 
     return _Programs(jax.jit(init), jax.jit(ask), jax.jit(tell))
@@ -290,7 +265,8 @@ class Optimizer:
         seed: the keys (initial point, dictionary resampling) are ``jax.random.key(seed)``'s, as in the runner.
         dtype: ``"float64"`` (enables JAX's x64 mode, like the runner) or ``"float32"``.
         horizon: the planned number of evaluations T: delta defaults to 1/T, buffers hold T pulls and a
-            batch is at most T long. Asking beyond it is allowed.
+            batch is at most T long. Asking beyond it is allowed and works the same way (the step buffers
+            wrap around), but delta = 1/T then no longer matches the run: pass the real horizon.
         noise_std: the noise standard deviation xi in the confidence width; ``None`` (default) uses
             sqrt(lam), the runner's rule.
 
@@ -332,13 +308,13 @@ class Optimizer:
     def _select(self) -> _Pending:
         while True:
             t0 = self.n_told
-            state, q_pad, n = self._prog.ask(self._state, self._keys.select, self._params)
+            state, (q_pad, n) = self._prog.ask(self._state, self._keys.select, self._params)
             queries = np.asarray(q_pad)[_positions(t0, int(n), self._cfg.horizon)].astype(np.int64)
             need = self._unique_pulled(queries) if self._engine == "exact" else 0
             if need <= self._cfg.u_max:
                 return _Pending(queries, state)
-            # the exact GP ran out of slots while selecting: grow, rebuild from the told data, ask again
-            self._state, self._cfg, self._prog = self._rebuilt(self._history, 0, need)
+            # the exact GP ran out of slots while selecting: grow (the state padded) and ask again
+            self._cfg, self._prog, (self._state,) = self._grown(self._cfg, (0, need), self._state)
 
     def _unique_pulled(self, queries: np.ndarray) -> int:
         told = [idx for idx, _ in self._history]
@@ -358,12 +334,14 @@ class Optimizer:
         T = self._cfg.horizon
         q_pad = jnp.asarray(_padded(t0, idx, T, -1, np.int32))
         y_pad = jnp.asarray(_padded(t0, ys_asked, T, 0.0, np.float64), self._params.lam.dtype)
-        state, info = self._prog.tell(self._pending.state, q_pad, jnp.int32(0), y_pad, self._keys.resparsify,
-                                      self._params)
+        cfg, prog, before = self._cfg, self._prog, self._pending.state
+        while True:
+            state, info = prog.tell(before, q_pad, y_pad, self._keys.resparsify, self._params)
+            if not bool(info["overflow"]):
+                break
+            # the new model wants more than a capacity holds: grow, and tell again from the padded state
+            cfg, prog, (before,) = self._grown(cfg, (int(info["dict_wanted"]), int(info["pulled_wanted"])), before)
         history = [*self._history, (idx, ys_asked)]
-        cfg, prog = self._cfg, self._prog
-        if bool(info["overflow"]):  # the new model wants more than a capacity holds: grow and replay
-            state, cfg, prog = self._rebuilt(history, int(info["dict_wanted"]), int(info["pulled_wanted"]))
         self._state, self._cfg, self._prog, self._history, self._pending = state, cfg, prog, history, None
 
     def _checked_feedback(self, indices, ys) -> tuple[np.ndarray, np.ndarray]:
@@ -401,37 +379,18 @@ class Optimizer:
 
     # ------------------------------------------------------------------------------ capacities
 
-    def _rebuilt(self, history, dict_wanted: int, pulled_wanted: int):
-        """(state, config, programs) with capacities grown to 1.5x the need, ``history`` replayed.
+    def _grown(self, cfg: _Config, wanted, *states):
+        """(config, programs, states padded into them) at the runner's grown capacities (1.5x the need).
 
-        Mutates nothing: the caller commits the three together."""
+        Mutates nothing: the caller commits the result."""
         A, d = self._candidates.shape
-        cfg = self._cfg
-        while True:
-            if dict_wanted > cfg.m_max:
-                cfg = cfg._replace(m_max=min(A, math.ceil(1.5 * dict_wanted)))
-            if pulled_wanted > cfg.u_max:
-                cfg = cfg._replace(u_max=min(A, math.ceil(1.5 * pulled_wanted)))
-            prog = _programs_for(cfg, A, d)
-            state, overflow, (dict_wanted, pulled_wanted) = self._replay(history, prog)
-            if not overflow:
-                return state, cfg, prog
-
-    def _replay(self, history, prog: _Programs):
-        """Initial state, then every told batch (forced pulls, update, resparsify) with ``prog``.
-
-        Returns ``(state, overflow, (largest dictionary wanted, largest number of unique pulled arms))``."""
-        state = prog.init(self._keys.init, self._arms, self._params)
-        T, t0 = self._cfg.horizon, 0
-        overflow, wanted = False, np.zeros(2, np.int64)
-        for idx, ys in history:
-            q_pad = jnp.asarray(_padded(t0, idx, T, -1, np.int32))
-            y_pad = jnp.asarray(_padded(t0, ys, T, 0.0, np.float64), self._params.lam.dtype)
-            state, info = prog.tell(state, q_pad, jnp.int32(len(idx)), y_pad, self._keys.resparsify, self._params)
-            overflow |= bool(info["overflow"])
-            wanted = np.maximum(wanted, [int(info["dict_wanted"]), int(info["pulled_wanted"])])
-            t0 += len(idx)
-        return state, overflow, tuple(int(w) for w in wanted)
+        larger, _ = next_capacities(cfg.algorithm, wanted, {"m_max": cfg.m_max, "u_max": cfg.u_max}, A, A)
+        if larger is None:
+            raise AssertionError(f"grow called without an overflow: wanted {wanted}, capacities {cfg}")
+        cfg = cfg._replace(**larger)
+        prog = _programs_for(cfg, A, d)
+        template = prog.init(self._keys.init, self._arms, self._params)
+        return cfg, prog, tuple(padded_into(state, template) for state in states)
 
     # -------------------------------------------------------------------------------- reading
 
@@ -477,6 +436,9 @@ class Optimizer:
         hyperparameters, kernel, seed, horizon, dtype, capacities, pending batch). Keys are not stored:
         they derive from the seed.
         """
+        parent = os.path.dirname(os.path.abspath(os.fspath(path)))
+        if not os.path.isdir(parent):
+            raise ValueError(f"Optimizer.save({os.fspath(path)!r}): the directory {parent!r} does not exist")
         leaves = jax.tree.leaves(self._state)
         pending = self._pending.queries if self._pending is not None else np.zeros(0, np.int64)
         meta = {"format": FORMAT, **self._cfg._asdict(), "n_leaves": len(leaves),
@@ -492,8 +454,12 @@ class Optimizer:
     @classmethod
     def load(cls, path) -> "Optimizer":
         """Restore an optimiser written by :meth:`save`; it asks what the saved one would have asked."""
-        with np.load(os.fspath(path), allow_pickle=False) as data:
-            files = {k: data[k] for k in data.files}
+        try:
+            with np.load(os.fspath(path), allow_pickle=False) as data:
+                files = {k: data[k] for k in data.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+            raise ValueError(f"Optimizer.load({os.fspath(path)!r}): not a readable file written by Optimizer.save "
+                             f"({type(err).__name__}: {err})") from None
         if "meta" not in files:
             raise ValueError(f"{path} is not a file written by Optimizer.save (no metadata)")
         meta = json.loads(str(files["meta"]))

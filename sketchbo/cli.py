@@ -33,18 +33,23 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import hydra
 import jax
 import numpy as np
 from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sketchbo import continuous, tracking
-from sketchbo.algorithms import BO_ALGORITHMS
-from sketchbo.problems import ContinuousProblem, make_problem
+from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS
+from sketchbo.problems import CONTINUOUS_PROBLEMS, ContinuousProblem, make_problem
 from sketchbo.runner import enable_compilation_cache, grid_points, resolve_hyperparameters, run, run_grid
 
 PROG = "sketchbo-run"
@@ -56,6 +61,9 @@ USER_ERRORS = (ValueError, OSError, tracking.LoggingError)  # bad parameters, mi
 RUNTIME_KEYS = ("progress", "logger", "problem.data_dir", "problem.download", "compile_cache", "devices",
                 "checkpoint_every")
 CHECKPOINT_FILE = "checkpoint.npz"  # a job's checkpoint inside its run directory (grid runs: grid/)
+BOX_PROBLEMS = {*CONTINUOUS_PROBLEMS, "diabetes"}  # problems of the continuous algorithms (BO_ALGORITHMS)
+INT_KEYS = ("T", "n_seeds", "seed", "devices", "checkpoint_every")  # top-level keys that take whole numbers
+HYDRA_FILES = {".hydra", "sketchbo.log"}  # what Hydra writes into a run directory before the task starts
 
 
 def known_algorithms() -> list[str]:
@@ -97,9 +105,16 @@ def algorithm_configs(cfg: DictConfig) -> list[dict]:
 
 
 def build_problem(cfg: DictConfig):
-    """The problem of ``cfg.problem``: ``make_problem(name, **other keys)``."""
+    """The problem of ``cfg.problem``: ``make_problem(name, **other keys)``; a rejected key is named with its
+    ``problem.`` prefix, as it is written on the command line."""
     kwargs = OmegaConf.to_container(cfg.problem, resolve=True)
-    return make_problem(kwargs.pop("name"), **kwargs)
+    try:
+        return make_problem(kwargs.pop("name"), **kwargs)
+    except ValueError as err:
+        message = str(err)
+        if any(message.startswith(f"{key}=") for key in kwargs):
+            raise ValueError(f"problem.{message}") from None
+        raise
 
 
 def kernel_override(cfg: DictConfig) -> dict | None:
@@ -127,10 +142,36 @@ def check_hyperparameters(algos: list[dict], T) -> None:
 
 
 def check_logger(cfg: DictConfig) -> None:
-    """ValueError for a W&B mode that does not exist (before anything runs)."""
+    """ValueError for a W&B mode that does not exist, LoggingError for online mode without credentials
+    (before anything runs)."""
     logger = OmegaConf.to_container(cfg.logger, resolve=True)
-    if logger.get("name") == "wandb" and logger.get("mode") not in tracking.WANDB_MODES:
+    if logger.get("name") != "wandb":
+        return
+    if logger.get("mode") not in tracking.WANDB_MODES:
         raise ValueError(f"logger.mode={logger.get('mode')!r} is invalid; choose from {list(tracking.WANDB_MODES)}")
+    if logger.get("mode") == "online":
+        tracking.check_online_credentials()
+
+
+def check_domains(algos: list[dict], problem_name: str) -> None:
+    """ValueError when an algorithm (a compare member too) cannot run on the problem's domain."""
+    box = problem_name in BOX_PROBLEMS
+    for algo in algos:
+        if (algo["name"] in BO_ALGORITHMS) != box:
+            kind, fit = (("a continuous box", BO_ALGORITHMS) if box else ("a finite arm set", ALGORITHMS))
+            raise ValueError(f"algorithm {algo['name']!r} cannot run on problem={problem_name!r}, {kind}; "
+                             f"algorithms for it: {sorted(fit)}")
+
+
+def check_run_keys(cfg: DictConfig) -> None:
+    """Whole-number keys given as floats (``T=1e3``) become ints; ``progress`` must be a boolean."""
+    with open_dict(cfg):
+        for key in INT_KEYS:
+            value = cfg.get(key)
+            if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+                cfg[key] = int(value)
+    if not isinstance(cfg.get("progress"), bool):
+        raise ValueError(f"progress={cfg.get('progress')!r} is invalid; it must be true or false")
 
 
 def job_config(cfg: DictConfig, algo: dict) -> dict:
@@ -249,6 +290,7 @@ def execute_grid(cfg: DictConfig, run_dir: Path, grid: dict) -> list[dict]:
         raise ValueError("grid.* needs a single algorithm (algorithm=<name>), not algorithm=compare")
     algo = algorithm_configs(cfg)[0]
     points = grid_points(algo["name"], grid)
+    check_domains([algo], cfg.problem.name)
     check_hyperparameters([{**algo, **pt} for pt in points], cfg.T)
     check_logger(cfg)
     plain = copy.deepcopy(cfg)
@@ -280,10 +322,12 @@ def execute(cfg: DictConfig, run_dir: Path) -> list[dict]:
     Results that ``run_dir`` already holds completely for the same config are reused, not recomputed;
     the problem is built only when something has to run.
     """
+    check_run_keys(cfg)
     grid = grid_of(cfg)
     if grid:
         return execute_grid(cfg, run_dir, grid)
     algos = algorithm_configs(cfg)
+    check_domains(algos, cfg.problem.name)
     check_hyperparameters(algos, cfg.T)
     check_logger(cfg)
     compare = cfg.algorithm.name == COMPARE
@@ -304,10 +348,59 @@ def execute(cfg: DictConfig, run_dir: Path) -> list[dict]:
     return summaries
 
 
+def describe(err: BaseException) -> str:
+    """One line for a user error; a file-system error names its path."""
+    if isinstance(err, OSError) and err.filename is not None and err.strerror:
+        return f"cannot write or read {err.filename}: {err.strerror}"
+    return str(err)
+
+
 def fail(message: str) -> None:
     """Report a user error the argparse way (stderr, status 2), without a traceback."""
     print(f"{PROG}: error: {message}", file=sys.stderr)
     sys.exit(2)
+
+
+def remove_if_only_hydra(run_dir: Path) -> None:
+    """Delete a run directory that holds only what Hydra wrote before the task started (a rejected run)."""
+    try:
+        if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= HYDRA_FILES:
+            shutil.rmtree(run_dir)
+    except OSError:
+        pass
+
+
+def writable_dir_error(path: Path, key: str) -> str | None:
+    """Why ``path`` (a directory to be) cannot take result files, or None: its nearest existing ancestor
+    must be a writable directory (a file there, a read-only file system, no permission...)."""
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{key}={str(path)!r} cannot be created: {str(probe)!r} is not a directory"
+    try:
+        with tempfile.NamedTemporaryFile(dir=probe, prefix=".sketchbo-write-test-"):
+            pass
+    except OSError as err:
+        return f"{key}={str(path)!r} is not writable ({err.strerror or err}: {str(probe)!r})"
+    return None
+
+
+class OutputDirCheck(Callback):
+    """Hydra callback (``configs/config.yaml``): the run or sweep directory must be writable before Hydra
+    creates it, else ``sketchbo-run: error: ...`` with status 2 instead of Hydra's traceback."""
+
+    def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        self._check(Path(str(config.hydra.run.dir)), "hydra.run.dir")
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        self._check(Path(str(config.hydra.sweep.dir)), "hydra.sweep.dir")
+
+    @staticmethod
+    def _check(path: Path, key: str) -> None:
+        message = writable_dir_error(path.expanduser().absolute(), key)
+        if message is not None:
+            fail(message)
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")
@@ -321,7 +414,8 @@ def app(cfg: DictConfig) -> None:
     try:
         summaries = execute(cfg, run_dir)
     except USER_ERRORS as err:
-        fail(str(err))
+        remove_if_only_hydra(run_dir)
+        fail(describe(err))
     print(tracking.format_table(summaries))
     print(f"results: {run_dir}")
 

@@ -3,24 +3,18 @@
 Paper: GSSBO (Wei et al. 2025, Alg. 1 and §6). Algorithms: ``sketchbo.algorithms.BO_ALGORITHMS``
 (``subset_bo.py``); problems: ``sketchbo.problems.continuous`` (and the diabetes task).
 
-The structure is the finite-arm runner's (DESIGN §3), whose helpers it reuses: a round = the selections of
-one batch (inner ``while_loop``; each query evaluated by the problem's JAX function as it is selected), the
-feedback of the batch (``update``) and one ``resparsify`` (subset choice, hyperparameter fit, acquisition).
-Seeds run through ``vmap`` or a sequential ``lax.map`` (``runner._over_seeds``; the CPU default is the map),
-seed i uses ``jax.random.key(seed + i)`` with draws keyed by the step, so a seed's trajectory does not depend
-on the seeds beside it. A host loop calls jitted chunks of rounds (progress, per-round times).
+This module is the continuous domain of the round engine (``sketchbo.engine``, DESIGN §3a): a round = the
+selections of one batch (``runner.select_batch``; each query evaluated by the problem's JAX function as it
+is selected), the feedback of the batch (``update``) and one ``resparsify`` (subset choice, hyperparameter
+fit, acquisition). The engine runs the seeds (vmap or a sequential map), the host loop, progress,
+checkpoints (the identity holds a fingerprint of the objective) and capacity growth.
 
-Capacity: the sample buffer D has a static capacity that starts small and grows by about 1.5x when a seed
-needs more rows (DESIGN §3: capacities track the actual sizes; padded rows cost real time in an O(n^3)
-factorisation). Growing pads the state and recompiles; the trajectory is unchanged (a test).
-
-Checkpoints (``checkpoint=path, checkpoint_every=k``) work as in the finite runner and share its writer
-and reader (``runner.save_checkpoint``, ``runner.load_checkpoint``): after the first chunk that ends k or
-more rounds after the last write, the carry, the buffer capacity, the per-round times and the capacity
-events are written atomically; a run of the same identity (algorithm, problem incl. a fingerprint of its
-objective, hyperparameters, T, seeds, dtype, seed axis, chunk length, first capacity, jax version) resumes
-there and ends with the uninterrupted run's traces bit for bit; another run's checkpoint is ignored with a
-message naming what differs.
+What is this domain's own: the box (queries in [0, 1]^d, mapped to the problem's bounds by
+``problems.continuous.value``), the feedback checks (a NaN/inf from the objective never reaches the GP and
+stops the run with an error naming the evaluation), the objective's fingerprint, and the capacity: the
+sample buffer D (``cap`` rows) starts small and grows by about 1.5x when a seed's next round would not fit
+(DESIGN §3: padded rows cost real time in an O(n^3) factorisation); a seed waits at a full buffer, the
+host loop grows it and continues from the last completed chunk.
 """
 from __future__ import annotations
 
@@ -32,14 +26,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sketchbo import acquisition, runner, tracking
+from sketchbo import acquisition
 from sketchbo.algorithms import BO_ALGORITHMS, BOParams, BOStatic, build_bo
-from sketchbo.algorithms.subset_bo import VARIANTS, dynamic_buffer_size, grow
-from sketchbo.problems.continuous import ContinuousProblem, estimate_uniform_mean, value
-from sketchbo.runner import (
-    RunResult, SeedKeys, _check_run_args, _default_seed_axis, _over_seeds, _Progress, check_checkpoint, check_float,
-    check_int, compiled_program, invalid_value, seed_keys, with_defaults,
+from sketchbo.algorithms.subset_bo import VARIANTS, dynamic_buffer_size
+from sketchbo.engine import checkpoint as ckpt
+from sketchbo.engine import host
+from sketchbo.engine.program import (
+    SeedKeys, chunk_of_rounds, compiled_program, default_seed_axis, over_seeds, padded_into, stacked_keys,
 )
+from sketchbo.engine.progress import Progress
+from sketchbo.engine.result import RunResult, result
+from sketchbo.engine.rounds import finish_batch, select_batch
+from sketchbo.engine.validate import (
+    check_checkpoint, check_float, check_int, check_run_args, invalid_value, with_defaults,
+)
+from sketchbo.problems.continuous import ContinuousProblem, estimate_uniform_mean, value
 
 
 class BOTraces(NamedTuple):
@@ -122,72 +123,7 @@ def next_capacity(cap: int, T: int) -> int:
     return min(T, 32 * math.ceil(1.5 * cap / 32))
 
 
-# ------------------------------------------------------------------------------------- the program
 
-def make_program(alg, problem: ContinuousProblem, static: BOStatic, seed_axis: str, rounds_per_call: int):
-    """(init_fn, chunk_fn) jitted over stacked seeds: keys and params carry one leading entry per seed."""
-    T, n0, cap = static.T, static.n0, static.cap
-
-    def f(u):
-        return value(problem, u)
-
-    def select_step(carry, keys: SeedKeys, params, noise, xi):
-        state, tr = carry
-        t = state.t
-        x, state, info = alg.select(jax.random.fold_in(keys.select, t), state, params)
-        fx = f(x)
-        tr = tr._replace(
-            x=tr.x.at[t].set(x), reward=tr.reward.at[t].set(-fx + xi * noise[t]),
-            regret=tr.regret.at[t].set(fx - problem.f_min), batch_index=tr.batch_index.at[t].set(tr.rounds),
-            dict_size=tr.dict_size.at[t].set(info["dict_size"]))
-        return state, tr
-
-    def round_(carry, keys, params, noise, xi):
-        state, tr = carry
-        t0, n_before = state.t, state.data.n
-        state, tr = jax.lax.while_loop(lambda c: c[0].batch_open & (c[0].t < T),
-                                       lambda c: select_step(c, keys, params, noise, xi), (state, tr))
-        pos = jnp.arange(T)
-        valid = (pos >= t0) & (pos < state.t) & jnp.isfinite(tr.reward)  # a NaN/inf of f never reaches the GP
-        state, _ = alg.update(state, tr.x, tr.reward, valid, params)
-        rows = jnp.where(valid, n_before + jnp.cumsum(valid) - 1, tr.row)
-        if VARIANTS[static.variant][2]:  # merged repeats: every evaluation of the batch in one row
-            rows = jnp.where(valid & (pos >= n0), n_before, rows)
-        state, _ = alg.resparsify(jax.random.fold_in(keys.resparsify, state.t), state, params)
-        return state, tr._replace(row=rows.astype(jnp.int32), rounds=tr.rounds + 1)
-
-    def maybe_round(carry, keys, params, noise, xi):
-        state = carry[0]
-        need = jnp.where(state.t == 0, n0, 1)
-        go = (state.t < T) & (state.data.n + need <= cap)
-        return jax.lax.cond(go, lambda c: round_(c, keys, params, noise, xi), lambda c: c, carry)
-
-    def init_one(keys: SeedKeys, params, xi):
-        state = alg.init(keys.init, None, params)
-        dt = params.beta_c.dtype
-        noise = jax.random.normal(keys.noise, (T,), dtype=dt)
-        tr = BOTraces(x=jnp.zeros((T, static.d), dt), reward=jnp.zeros((T,), dt), regret=jnp.zeros((T,), dt),
-                      row=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
-                      dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32))
-        return (state, tr), noise
-
-    def chunk_one(keys, carry, noise, params, xi):
-        return jax.lax.fori_loop(0, rounds_per_call, lambda _, c: maybe_round(c, keys, params, noise, xi), carry)
-
-    init_all = _over_seeds(init_one, seed_axis)
-    chunk_all = _over_seeds(chunk_one, seed_axis)
-    return jax.jit(init_all), jax.jit(chunk_all, donate_argnums=(1,))
-
-
-def _compiled(algorithm, problem, static, seed_axis, rounds_per_call, keys, params, xi):
-    key = ("continuous", algorithm, problem.name, problem.d, problem.fn, static, seed_axis, rounds_per_call,
-           keys.init.shape, str(params.beta_c.dtype))
-    return compiled_program(key, lambda: make_program(build_bo(BO_ALGORITHMS[algorithm], static), problem, static,
-                                                      seed_axis, rounds_per_call),
-                            (keys, params, xi), (params, xi))
-
-
-CHECKPOINT_FORMAT = "sketchbo.continuous.checkpoint/1"  # tag of the identity stored in every checkpoint
 FINGERPRINT_POINTS = 3  # objective values at fixed points of the cube, stored in a checkpoint's identity
 
 
@@ -198,19 +134,6 @@ def objective_fingerprint(problem: ContinuousProblem) -> list[float]:
     return [float(v) for v in jax.jit(jax.vmap(lambda x: value(problem, x)))(jnp.asarray(u, jnp.float64))]
 
 
-def run_identity(algorithm, problem, T, seeds, hyper, dtype, seed_axis, rounds_per_call, first_cap) -> dict:
-    """Everything a continuous run's trajectories depend on, as plain JSON (``runner.run_identity``'s
-    counterpart); the capacity a checkpoint was made at is stored beside it."""
-    identity = {
-        "format": CHECKPOINT_FORMAT, "jax": jax.__version__, "algorithm": algorithm,
-        "problem": {"name": problem.name, "d": problem.d, "lower": problem.lower, "upper": problem.upper,
-                    "f_min": problem.f_min, "noise_std": problem.noise_std,
-                    "objective": getattr(problem.fn, "__qualname__", type(problem.fn).__name__),
-                    "fingerprint": objective_fingerprint(problem)},
-        "hyperparameters": hyper, "T": T, "seeds": seeds, "dtype": dtype, "seed_axis": seed_axis,
-        "rounds_per_call": rounds_per_call, "first_capacity": first_cap,
-    }
-    return tracking.plain(identity)
 
 
 def check_feedback(problem: ContinuousProblem, carry, seeds) -> None:
@@ -233,9 +156,152 @@ def check_feedback(problem: ContinuousProblem, carry, seeds) -> None:
                      "results. Make f return finite values on the whole box, e.g. a large penalty for failures")
 
 
-def _grown(carry, static: BOStatic, cap: int):
-    state, tr = carry
-    return grow(state, static, cap), tr
+# ------------------------------------------------------------------------------------- the program
+
+def make_round(alg, problem: ContinuousProblem, static: BOStatic):
+    """(round_, active) for one seed on a box: each query is evaluated as it is selected."""
+    T, n0, cap = static.T, static.n0, static.cap
+    merged = VARIANTS[static.variant][2]  # mini-META: every evaluation of a batch in one row
+
+    def record(acc, t, x, info):
+        tr, noise, xi = acc
+        fx = value(problem, x)
+        tr = tr._replace(
+            x=tr.x.at[t].set(x), reward=tr.reward.at[t].set(-fx + xi * noise[t]),
+            regret=tr.regret.at[t].set(fx - problem.f_min), batch_index=tr.batch_index.at[t].set(tr.rounds),
+            dict_size=tr.dict_size.at[t].set(info["dict_size"]))
+        return tr, noise, xi
+
+    def round_(carry, keys: SeedKeys, noise, params, xi):
+        state, tr = carry
+        t0, n_before = state.t, state.data.n
+        state, (tr, _, _) = select_batch(alg, keys.select, params, state, (tr, noise, xi), record,
+                                         lambda st, _: st.t < T)
+        pos = jnp.arange(T)
+        valid = (pos >= t0) & (pos < state.t) & jnp.isfinite(tr.reward)  # a NaN/inf of f never reaches the GP
+        state, _ = finish_batch(alg, keys.resparsify, params, state, tr.x, tr.reward, valid)
+        rows = jnp.where(valid, n_before + jnp.cumsum(valid) - 1, tr.row)
+        if merged:
+            rows = jnp.where(valid & (pos >= n0), n_before, rows)
+        return state, tr._replace(row=rows.astype(jnp.int32), rounds=tr.rounds + 1)
+
+    def active(carry):  # a seed whose next round would not fit in D waits for the host loop to grow it
+        state = carry[0]
+        need = jnp.where(state.t == 0, n0, 1)
+        return (state.t < T) & (state.data.n + need <= cap)
+
+    return round_, active
+
+
+def make_program(alg, problem: ContinuousProblem, static: BOStatic, seed_axis: str, rounds_per_call: int):
+    """(init_fn, chunk_fn) jitted over stacked seeds: keys and params carry one leading entry per seed."""
+    T = static.T
+    round_, active = make_round(alg, problem, static)
+    chunk_one = chunk_of_rounds(round_, active, rounds_per_call)
+
+    def init_one(keys: SeedKeys, params, xi):
+        state = alg.init(keys.init, None, params)
+        dt = params.beta_c.dtype
+        noise = jax.random.normal(keys.noise, (T,), dtype=dt)
+        tr = BOTraces(x=jnp.zeros((T, static.d), dt), reward=jnp.zeros((T,), dt), regret=jnp.zeros((T,), dt),
+                      row=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
+                      dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32))
+        return (state, tr), noise
+
+    def chunk_all(keys, carry, noise, params, xi):
+        return over_seeds(lambda k, c, n, p, x: chunk_one(c, k, n, p, x), seed_axis)(keys, carry, noise, params, xi)
+
+    return jax.jit(over_seeds(init_one, seed_axis)), jax.jit(chunk_all)
+
+
+# ------------------------------------------------------------------------------------- the domain
+
+class _Setup(NamedTuple):
+    """A validated continuous run."""
+
+    algorithm: str
+    problem: ContinuousProblem
+    T: int
+    seeds: list
+    hyper: dict
+    dtype: str
+    seed_axis: str
+    rounds_per_call: int
+    first_cap: int
+
+
+def _static(s: _Setup, cap: int) -> BOStatic:
+    h = s.hyper
+    acq = acquisition.AcqStatic(h["n_uniform"], h["n_local"], h["n_starts"], h["acq_steps"])
+    return BOStatic(variant=s.algorithm, d=s.problem.d, T=s.T, cap=cap, n0=h["n0"], M=model_rows(s.algorithm, h, s.T),
+                    fit_steps=h["fit_steps"], acq=acq, selection=h.get("selection", "gradient"),
+                    keep_best=h.get("keep_best", False))
+
+
+def _element_args(s: _Setup):
+    """(keys, params, xi) stacked over the seeds."""
+    jdt = jnp.float64 if s.dtype == "float64" else jnp.float32
+
+    def per_seed(v):
+        return jnp.full((len(s.seeds),), v, jdt)
+
+    h = s.hyper
+    params = BOParams(beta_c=per_seed(h["beta_c"]), sigma_d2=per_seed(h.get("sigma_d2", 0.0)),
+                      C=per_seed(h.get("C", 1.0)), lr_fit=per_seed(h["lr_fit"]), lr_acq=per_seed(h["lr_acq"]),
+                      local_scale=per_seed(h["local_scale"]))
+    return stacked_keys(s.seeds), params, per_seed(s.problem.noise_std)
+
+
+def _domain(s: _Setup, args) -> host.Domain:
+    keys, params, xi = args
+    p = s.problem
+
+    def program(capacities):
+        static = _static(s, capacities["cap"])
+        cache_key = ("continuous", s.algorithm, p.name, p.d, p.fn, static, s.seed_axis, s.rounds_per_call,
+                     keys.init.shape, str(params.beta_c.dtype))
+        return compiled_program(cache_key, lambda: make_program(build_bo(BO_ALGORITHMS[s.algorithm], static), p,
+                                                                static, s.seed_axis, s.rounds_per_call),
+                                args, (params, xi))
+
+    def next_caps(carry, capacities):
+        state = carry[0]
+        t = np.asarray(state.t)
+        need = np.where(t == 0, s.hyper["n0"], 1)
+        if not np.any((t < s.T) & (np.asarray(state.data.n) + need > capacities["cap"])):
+            return None, []
+        cap = next_capacity(capacities["cap"], s.T)
+        return {"cap": cap}, [f"sample buffer capacity {capacities['cap']} -> {cap}"]
+
+    def grow(carry, template):  # the new rows of D (and, for models on every row, of the subset) are zeros
+        return padded_into(carry, jax.tree.map(jnp.zeros_like, template))
+
+    return host.Domain(label=f"{s.algorithm}/{p.name}", T=s.T, program=program, grow=grow,
+                       next_capacities=next_caps, check=lambda carry: check_feedback(p, carry, s.seeds))
+
+
+def _identity(s: _Setup) -> dict:
+    p = s.problem
+    problem = {"name": p.name, "d": p.d, "lower": p.lower, "upper": p.upper, "f_min": p.f_min,
+               "noise_std": p.noise_std, "objective": getattr(p.fn, "__qualname__", type(p.fn).__name__),
+               "fingerprint": objective_fingerprint(p)}
+    return ckpt.run_identity(s.algorithm, problem, s.hyper, T=s.T, seeds=s.seeds, dtype=s.dtype,
+                             seed_axis=s.seed_axis, rounds_per_call=s.rounds_per_call, first_capacity=s.first_cap)
+
+
+def _setup(algorithm, problem, T, n_seeds, seed, params, dtype, seed_axis, rounds_per_call, capacity) -> _Setup:
+    if not isinstance(problem, ContinuousProblem):
+        raise ValueError(f"algorithm {algorithm!r} optimises continuous problems (sketchbo.problems: "
+                         f"eggholder2, hartmann6, levy20, powell50, rastrigin100, diabetes); got a "
+                         f"{type(problem).__name__}")
+    T, n_seeds, seed = check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call)
+    hyper = resolve_hyperparameters(algorithm, params, T)
+    cap = initial_capacity(T, hyper["n0"]) if capacity is None else check_int("capacity", capacity, hyper["n0"])
+    if dtype == "float64":
+        jax.config.update("jax_enable_x64", True)  # entry point: float64 on by default (DESIGN §4)
+    seed_axis = default_seed_axis() if seed_axis == "auto" else seed_axis
+    return _Setup(algorithm, problem, T, [seed + i for i in range(n_seeds)], hyper, dtype, seed_axis,
+                  rounds_per_call or max(1, min(16, T // 50)), min(cap, T))
 
 
 def run(algorithm: str, problem: ContinuousProblem, *, T: int, n_seeds: int = 1, seed: int = 0,
@@ -249,112 +315,31 @@ def run(algorithm: str, problem: ContinuousProblem, *, T: int, n_seeds: int = 1,
     of the sample buffer (default :func:`initial_capacity`); it grows as needed. The result's traces hold
     ``x`` (n_seeds, T, d) besides the finite runner's keys (``query`` = the row of D of each query).
     ``checkpoint`` (a file path) with ``checkpoint_every`` (rounds): save the run's progress there and
-    resume a run of the same identity from it (module docstring); the file is left in place at the end.
+    resume a run of the same identity from it (``sketchbo.engine.checkpoint``); the file is left in place.
     """
     wall0 = time.perf_counter()
-    if not isinstance(problem, ContinuousProblem):
-        raise ValueError(f"algorithm {algorithm!r} optimises continuous problems (sketchbo.problems: "
-                         f"eggholder2, hartmann6, levy20, powell50, rastrigin100, diabetes); got a "
-                         f"{type(problem).__name__}")
-    T, n_seeds, seed = _check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call)
-    hyper = resolve_hyperparameters(algorithm, params, T)
+    s = _setup(algorithm, problem, T, n_seeds, seed, params, dtype, seed_axis, rounds_per_call, capacity)
     ckpt_path, ckpt_every = check_checkpoint(checkpoint, checkpoint_every)
-    cap = initial_capacity(T, hyper["n0"]) if capacity is None else check_int("capacity", capacity, hyper["n0"])
-    cap = min(cap, T)
-    if dtype == "float64":
-        jax.config.update("jax_enable_x64", True)  # entry point: float64 on by default (DESIGN §4)
-    jdt = jnp.float64 if dtype == "float64" else jnp.float32
-    seed_axis = _default_seed_axis() if seed_axis == "auto" else seed_axis
-    rounds_per_call = rounds_per_call or max(1, min(16, T // 50))
-    M = model_rows(algorithm, hyper, T)
-    acq_static = acquisition.AcqStatic(hyper["n_uniform"], hyper["n_local"], hyper["n_starts"], hyper["acq_steps"])
-
-    def per_seed(v):
-        return jnp.full((n_seeds,), v, jdt)
-
-    pvals = BOParams(beta_c=per_seed(hyper["beta_c"]), sigma_d2=per_seed(hyper.get("sigma_d2", 0.0)),
-                     C=per_seed(hyper.get("C", 1.0)), lr_fit=per_seed(hyper["lr_fit"]),
-                     lr_acq=per_seed(hyper["lr_acq"]), local_scale=per_seed(hyper["local_scale"]))
-    xi = per_seed(problem.noise_std)
-    seeds = [seed + i for i in range(n_seeds)]
-    keys = jax.tree.map(lambda *k: jnp.stack(k), *[seed_keys(s) for s in seeds])
-    label = f"{algorithm}/{problem.name}"
-    prog = _Progress(progress, label, T)
-    compile_s, round_times, events = 0.0, [], []
-    carry, noise, static, saved = None, None, None, None
-    if ckpt_path is not None:
-        identity = run_identity(algorithm, problem, T, seeds, hyper, dtype, seed_axis, rounds_per_call, cap)
-        saved = runner.load_checkpoint(ckpt_path, identity, label)
-        if saved is not None:  # go on at the capacity (with the events and round times) of the checkpoint
-            cap, events, round_times = saved.capacities["cap"], list(saved.events), list(saved.round_times)
-    last_write = len(round_times)
-    while True:
-        new_static = BOStatic(variant=algorithm, d=problem.d, T=T, cap=cap, n0=hyper["n0"], M=M,
-                              fit_steps=hyper["fit_steps"], acq=acq_static,
-                              selection=hyper.get("selection", "gradient"), keep_best=hyper.get("keep_best", False))
-        init_c, chunk_c, cs = _compiled(algorithm, problem, new_static, seed_axis, rounds_per_call, keys, pvals, xi)
-        compile_s += cs
-        if carry is None:
-            carry, noise = init_c(keys, pvals, xi)  # the noise derives from the keys: recomputed, not stored
-            if saved is not None:
-                carry = runner.restored(saved, carry)
-                runner.say_resuming(label, saved, int(np.min(carry[0].t)), T, int(np.max(carry[1].rounds)))
-            prog.restart()
-        else:
-            carry = _grown(carry, static, cap)
-        static = new_static
-        done = False
-        while True:
-            rounds_before = int(np.max(np.asarray(carry[1].rounds)))
-            t_call = time.perf_counter()
-            carry = chunk_c(keys, carry, noise, pvals, xi)
-            state, tr = carry
-            t_all = np.asarray(state.t)  # blocks until the chunk is done
-            dt = time.perf_counter() - t_call
-            rounds = int(np.max(np.asarray(tr.rounds)))
-            if rounds > rounds_before:
-                round_times.extend([dt / (rounds - rounds_before)] * (rounds - rounds_before))
-            prog(int(t_all.min()), rounds)
-            check_feedback(problem, carry, seeds)
-            if int(t_all.min()) >= T:
-                prog(int(t_all.min()), rounds, final=True)
-                done = True
-                break
-            need = np.where(t_all == 0, hyper["n0"], 1)
-            if np.any((t_all < T) & (np.asarray(state.data.n) + need > cap)):
-                break
-            if ckpt_path is not None and rounds - last_write >= ckpt_every:
-                runner.save_checkpoint(ckpt_path, identity, {"cap": cap}, events, rounds, round_times, carry)
-                last_write = rounds
-        if done:
-            break
-        new_cap = next_capacity(cap, T)
-        events.append(f"sample buffer capacity {cap} -> {new_cap}")
-        cap = new_cap
-    return _collect(algorithm, problem, T, seeds, carry, np.asarray(round_times), wall0, compile_s, dtype, events,
-                    {**hyper, "capacity_final": cap, "M_static": M, "xi": problem.noise_std})
+    args = _element_args(s)
+    checkpointing = None if ckpt_path is None else host.Checkpointing(ckpt_path, ckpt_every, _identity(s))
+    domain = _domain(s, args)
+    driven = host.drive(domain, {"cap": s.first_cap}, args, args[1:], Progress(progress, domain.label, s.T),
+                        checkpointing)
+    return _collect(s, driven, wall0)
 
 
-def _collect(algorithm, problem, T, seeds, carry, round_times, wall0, compile_s, dtype, events, hyper):
-    state, tr = carry
-    regret = np.asarray(tr.regret, dtype=np.float64)
-    cum = regret.sum(axis=1)
-    mean_f = problem.uniform_mean if problem.uniform_mean is not None else estimate_uniform_mean(problem)
-    unif = T * (mean_f - problem.f_min)
-    batch_index = np.asarray(tr.batch_index)
-    dev = jax.devices()[0]
-    return RunResult(
-        algorithm=algorithm, problem=problem.name, T=T, n_seeds=len(seeds), seeds=list(seeds),
-        traces={"query": np.asarray(tr.row), "reward": np.asarray(tr.reward), "instant_regret": regret,
-                "batch_index": batch_index, "dict_size": np.asarray(tr.dict_size), "x": np.asarray(tr.x)},
-        round_time_s=round_times, cumulative_regret=cum, regret_ratio=cum / unif if unif > 0 else np.full_like(cum, np.nan),
-        n_batches=np.asarray(tr.rounds).astype(int),
-        max_batch_size=np.array([np.bincount(b).max() for b in batch_index]),
-        max_dict_size=np.asarray(tr.dict_size).max(axis=1).astype(int),
-        wall_time_s=time.perf_counter() - wall0, compile_time_s=compile_s,
-        device=f"{dev.platform}:{getattr(dev, 'device_kind', '')}", dtype=dtype, capacity_events=events,
-        hyperparameters={**hyper, "uniform_mean": mean_f})
+def _collect(s: _Setup, driven, wall0) -> RunResult:
+    _, tr = driven.carry
+    p = s.problem
+    mean_f = p.uniform_mean if p.uniform_mean is not None else estimate_uniform_mean(p)
+    traces = {"query": np.asarray(tr.row), "reward": np.asarray(tr.reward),
+              "instant_regret": np.asarray(tr.regret, dtype=np.float64), "batch_index": np.asarray(tr.batch_index),
+              "dict_size": np.asarray(tr.dict_size), "x": np.asarray(tr.x)}
+    hyper = {**s.hyper, "capacity_final": driven.capacities["cap"], "M_static": model_rows(s.algorithm, s.hyper, s.T),
+             "xi": p.noise_std, "uniform_mean": mean_f}
+    return result(s.algorithm, p.name, s.T, s.seeds, traces, np.asarray(tr.rounds), mean_f - p.f_min, driven, wall0,
+                  s.dtype, hyper)
 
 
-__all__ = ["BOTraces", "resolve_hyperparameters", "model_rows", "initial_capacity", "next_capacity", "make_program",
-           "run"]
+__all__ = ["BOTraces", "check_feedback", "initial_capacity", "make_program", "make_round", "model_rows",
+           "next_capacity", "objective_fingerprint", "resolve_hyperparameters", "run"]

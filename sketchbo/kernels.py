@@ -15,6 +15,8 @@ from typing import Callable, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from sketchbo.linalg import mm
+
 
 class Kernel(NamedTuple):
     name: str
@@ -27,7 +29,7 @@ def sq_dist(X, Y):
     """Squared Euclidean distances (n, m), clamped at zero against cancellation."""
     x2 = jnp.sum(X * X, axis=-1)[:, None]
     y2 = jnp.sum(Y * Y, axis=-1)[None, :]
-    return jnp.maximum(x2 + y2 - 2.0 * X @ Y.T, 0.0)
+    return jnp.maximum(x2 + y2 - 2.0 * mm(X, Y.T), 0.0)
 
 
 def _rbf_k(params, X, Y):
@@ -50,7 +52,7 @@ def _matern52_diag(params, X):
 
 
 def _linear_k(params, X, Y):
-    return params["variance"] * (X @ Y.T)
+    return params["variance"] * mm(X, Y.T)
 
 
 def _linear_diag(params, X):
@@ -73,8 +75,11 @@ def get_kernel(name: str) -> Kernel:
     return KERNELS[name]
 
 
-def kernel_params(name: str, d: int, dtype=jnp.float64, **overrides) -> dict:
-    """Kernel hyperparameters as arrays, defaults completed from ``overrides``; validated."""
+def kernel_params(name: str, d: int, dtype=jnp.float64, /, **overrides) -> dict:
+    """Kernel hyperparameters as arrays, defaults completed from ``overrides``; validated.
+
+    ``name``, ``d`` and ``dtype`` are positional-only, so that a user's kernel spec holding a key of that
+    name (``kernel.d=1``) is reported as an unknown kernel parameter, not a Python TypeError."""
     kern = get_kernel(name)
     params = dict(kern.default_params(d))
     unknown = set(overrides) - set(params)

@@ -10,6 +10,16 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+HIGHEST = jax.lax.Precision.HIGHEST
+
+
+def mm(a, b):
+    """``a @ b`` at the full precision of its dtype on every backend (DESIGN §3): GPUs otherwise run
+    float32 products in TF32 (a 10-bit mantissa), which doubled BBKB's regret on Cadata. Every GP product
+    of the library goes through this (tests/test_precision.py checks the lowered programs)."""
+    return jnp.matmul(a, b, precision=HIGHEST)
+
+
 
 def masked_gram(K, mask):
     """Zero the rows and columns of masked-out slots: (m, m) -> (m, m)."""
@@ -38,8 +48,8 @@ def psd_inv_sqrt(K, mask):
 
 def sherman_morrison(Vinv, z):
     """(V + z z^T)^{-1} from V^{-1} in O(m^2)."""
-    u = Vinv @ z
-    return Vinv - jnp.outer(u, u) / (1.0 + z @ u)
+    u = mm(Vinv, z)
+    return Vinv - jnp.outer(u, u) / (1.0 + mm(z, u))
 
 
 def upper_triangular_inverse(U, block: int = 128):
@@ -57,7 +67,7 @@ def upper_triangular_inverse(U, block: int = 128):
     k = n // 2
     Ai = upper_triangular_inverse(U[:k, :k], block)
     Ci = upper_triangular_inverse(U[k:, k:], block)
-    top = jnp.concatenate([Ai, -((Ai @ U[:k, k:]) @ Ci)], axis=1)
+    top = jnp.concatenate([Ai, -mm(mm(Ai, U[:k, k:]), Ci)], axis=1)
     return jnp.concatenate([top, jnp.concatenate([jnp.zeros((n - k, k), U.dtype), Ci], axis=1)], axis=0)
 
 
@@ -69,4 +79,4 @@ def spd_inverse(L):
     (scripts/bench_selection.py).
     """
     X = upper_triangular_inverse(L.T)
-    return X @ X.T
+    return mm(X, X.T)

@@ -262,6 +262,18 @@ class LoggingError(RuntimeError):
 WANDB_MODES = ("offline", "online", "disabled")
 
 
+def check_online_credentials() -> None:
+    """LoggingError, before anything runs, when ``logger.mode=online`` would fail for want of credentials: no
+    API key in $WANDB_API_KEY, W&B's settings file or ~/.netrc (looked up locally, without the network)."""
+    os.environ.setdefault("WANDB_SILENT", "true")
+    import wandb  # lazy: only runs that log to W&B import it
+
+    if not wandb.login(prompt=False, verify=False):
+        raise LoggingError("logger.mode=online needs W&B credentials and none are configured: run `wandb login` "
+                           "or set WANDB_API_KEY; or log offline (logger.mode=offline, the default) and upload "
+                           "later with `wandb sync`")
+
+
 def log_wandb(summary: dict, traces: dict, logger: dict, run_dir, uniform_gap: float | None = None) -> list[str]:
     """Log every seed of a result as its own W&B run; return the runs' local directories.
 
@@ -348,4 +360,9 @@ def format_table(summaries: list[dict]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER))]
     lines = [" | ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "-+-".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return "\n".join([*lines, TABLE_FOOTER])
+
+
+TABLE_FOOTER = ("R_T/R_unif: cumulative regret over that of uniformly random choices (1 = no better than random, "
+                "lower is better); mean ± std over seeds. batches: mean number of batches per seed (hence "
+                "fractional); max dict size: largest dictionary (model rows) of any seed.")

@@ -17,7 +17,7 @@ def _params(dtype=jnp.float64, **kw):
     base = dict(lam=0.2, qbar=2.0, C=2.0, F=1.0, delta=0.1, xi=0.2 ** 0.5, eps=0.1)
     base.update(kw)
     return Params(**{k: jnp.asarray(v, dtype) for k, v in base.items()},
-                  kernel=kernel_params("rbf", 2, dtype=dtype, sigma2=0.2))
+                  kernel=kernel_params("rbf", 2, dtype, sigma2=0.2))
 
 
 def _static(name, T=30, m_max=64):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import sketchbo.api as api
+from sketchbo.algorithms import ALGORITHMS
 from sketchbo.api import Optimizer
 from sketchbo.problems import make_problem
 from sketchbo.runner import run
@@ -42,7 +43,7 @@ def assert_same_state(a, b):
         assert x.dtype == y.dtype and np.array_equal(x, y)
 
 
-@pytest.mark.parametrize("algorithm", ["bbkb", "bkb", "gp_ucb"])
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_ask_tell_reproduces_the_runner_trajectory(algorithm):
     res = run(algorithm, PROBLEM._replace(noise_std=0.0), T=T, seed=3, progress=False)
     opt = make(algorithm)
@@ -179,6 +180,16 @@ def test_bad_arguments_are_named_before_compiling(no_compile, kwargs, message):
         Optimizer(args.pop("candidates"), args.pop("algorithm"), **args)
 
 
+def test_user_capacities_are_honoured_like_the_runners():
+    for algorithm, params in (("sbpe", {"m_max": 64, "u_max": 128}), ("bbkb", {"m_max": 7, "u_max": 9}),
+                              ("gp_ucb", {"u_max": 50})):
+        caps = make(algorithm, params=params).capacities
+        expected = {"m_max": params.get("m_max", 1), "u_max": min(params["u_max"], T)}
+        assert caps == expected, (algorithm, caps)
+    with pytest.raises(ValueError, match=r"algorithm='gssbo' optimises a continuous box.*continuous.run"):
+        make("gssbo")
+
+
 def test_capacity_growth_gives_the_trajectory_of_a_large_capacity():
     n = 25  # four growth steps of the dictionary: 2 -> 5 -> 9 -> 15 -> 24
     small, large = make(params={"m_max": 2}), make(params={"m_max": 100})
@@ -220,3 +231,16 @@ def test_default_kernel_width_and_foreign_files(tmp_path):
     np.savez(tmp_path / "x.npz", a=np.zeros(3))
     with pytest.raises(ValueError, match="not a file written by Optimizer.save"):
         Optimizer.load(tmp_path / "x.npz")
+
+
+def test_save_and_load_errors_name_the_file(tmp_path):
+    opt = make("bbkb")
+    missing = tmp_path / "no-such-dir" / "opt.npz"
+    with pytest.raises(ValueError, match=r"Optimizer.save\(.*opt.npz'\): the directory .*no-such-dir' does not exist"):
+        opt.save(missing)
+    corrupt = tmp_path / "corrupt.npz"
+    corrupt.write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(ValueError, match=r"Optimizer.load\(.*corrupt.npz'\): not a readable file"):
+        Optimizer.load(corrupt)
+    with pytest.raises(ValueError, match=r"Optimizer.load\(.*absent.npz'\)"):
+        Optimizer.load(tmp_path / "absent.npz")

@@ -25,6 +25,7 @@ import sketchbo.api as api
 import sketchbo.cli as cli
 import sketchbo.continuous as continuous
 import sketchbo.runner as runner
+from sketchbo.engine import program
 from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS
 from sketchbo.kernels import KERNELS
 from sketchbo.problems import datasets, make_problem
@@ -53,7 +54,7 @@ def no_programs():
     with pytest.MonkeyPatch.context() as m:
         m.setattr(runner, "make_program", boom)
         m.setattr(continuous, "make_program", boom)
-        m.setattr(runner, "_PROGRAMS", {})
+        m.setattr(program, "_PROGRAMS", {})
         m.setattr(api, "_programs", boom)
         yield
 
@@ -79,8 +80,9 @@ JSONISH = st.one_of(TEXT, st.booleans(), st.lists(NUMBERS, max_size=3),
 
 
 def bad_int(lo: int, none_is_valid: bool = False):
-    """Not an integer >= lo for the runner (which takes no floats, strings or booleans as integers)."""
-    bad = st.one_of(st.integers(max_value=lo - 1), st.floats(allow_nan=True), JSONISH)
+    """Not an integer >= lo for the runner (which takes no strings, booleans or fractional floats as integers)."""
+    whole_ok = lambda v: math.isfinite(v) and v.is_integer() and v >= lo  # noqa: E731  (T=1e3 is taken as 1000)
+    bad = st.one_of(st.integers(max_value=lo - 1), st.floats(allow_nan=True).filter(lambda v: not whole_ok(v)), JSONISH)
     return bad if none_is_valid else st.one_of(bad, st.none())
 
 
@@ -109,7 +111,7 @@ def bad_float(key: str):
 
 def bad_choice(key: str):
     return st.one_of(TEXT, NUMBERS, st.booleans(), st.none(), st.lists(TEXT, max_size=2)).filter(
-        lambda v: v not in runner._CHOICES[key])
+        lambda v: v not in runner.CHOICES[key])
 
 
 @st.composite
@@ -117,7 +119,7 @@ def bad_hyperparameter(draw):
     """(algorithm, params, name that the error must contain) with exactly one bad entry."""
     algorithm = draw(st.sampled_from(sorted(ALGORITHMS)))
     defaults = ALGORITHMS[algorithm].defaults
-    checked = [k for k in sorted(defaults) if k in FLOAT_RANGES or k in runner._CHOICES or k in ("m_max", "u_max")]
+    checked = [k for k in sorted(defaults) if k in FLOAT_RANGES or k in runner.CHOICES or k in ("m_max", "u_max")]
     kind = draw(st.sampled_from(["known", "unknown"]) if checked else st.just("unknown"))
     if kind == "unknown":
         key = draw(st.from_regex(r"[a-z_]{1,8}", fullmatch=True).filter(lambda k: k not in defaults and k != "name"))
@@ -125,7 +127,7 @@ def bad_hyperparameter(draw):
     key = draw(st.sampled_from(checked))
     if key in FLOAT_RANGES:
         value = draw(bad_float(key))
-    elif key in runner._CHOICES:
+    elif key in runner.CHOICES:
         value = draw(bad_choice(key))
     else:
         value = draw(bad_int(1))
@@ -382,7 +384,13 @@ def configs():
 @st.composite
 def bad_override(draw):
     """(base config name, dotted key, bad value, text the error must contain), as a CLI override would give."""
-    kind = draw(st.sampled_from(["top", "algorithm", "problem", "kernel", "logger", "grid", "members"]))
+    kind = draw(st.sampled_from(["top", "algorithm", "problem", "kernel", "logger", "grid", "members", "progress",
+                                 "domain"]))
+    if kind == "progress":
+        return "bbkb", "progress", draw(st.one_of(TEXT, NUMBERS, st.none())), "progress="
+    if kind == "domain":  # a member of another domain than the problem's: refused before any member runs
+        members = draw(st.permutations(["bbkb", draw(st.sampled_from(sorted(BO_ALGORITHMS)))]))
+        return "compare", "algorithm.members", list(members), "cannot run on problem='gp_sample'"
     if kind == "top":
         key = draw(st.sampled_from(["T", "n_seeds", "seed", "dtype", "seed_axis", "devices", "checkpoint_every"]))
         value = draw(RUN_ARGUMENTS[key].filter(lambda v: not isinstance(v, bytes)) if key != "checkpoint_every" else bad_int(1, True))
@@ -393,10 +401,12 @@ def bad_override(draw):
         (key, value), = params.items()
         if base == "compare" and key not in ALGORITHMS["bbkb"].defaults:
             base = "bbkb"  # a key that no member (bbkb, bkb, gp_ucb) has is refused by Hydra's struct mode
+        if base == "compare" and value is None:
+            base = "bbkb"  # in compare, null is valid: every member keeps its own default
         return base, f"algorithm.{key}", value, name
     if kind == "problem":
         key = draw(st.sampled_from(sorted(FACTORY_ARGUMENTS["gp_sample"])))
-        return "bbkb", f"problem.{key}", draw(FACTORY_ARGUMENTS["gp_sample"][key]), f"{key}="
+        return "bbkb", f"problem.{key}", draw(FACTORY_ARGUMENTS["gp_sample"][key]), f"problem.{key}="
     if kind == "kernel":
         base = draw(st.sampled_from(["rbf", "matern52"]))
         kernel, name = draw(bad_kernel().filter(lambda c: isinstance(c[0], dict) and c[0].get("name") == base))
@@ -457,12 +467,13 @@ def corruption(draw, good: bytes):
     return b""
 
 
-def test_corrupted_data_files_are_rejected(tmp_path):
+def test_corrupted_data_files_are_rejected(tmp_path, fake_data):
     """A corrupted abalone.data is rejected naming its published checksum; with the checksum bypassed
     (patched to the corrupt file's own), the parser either gives a valid problem or a ValueError naming
     the file or the field."""
-    good = datasets.find_data_file(ABALONE_FILE, download=False).read_bytes()
-    path = tmp_path / ABALONE_FILE
+    good = fake_data[ABALONE_FILE]  # a valid file in abalone.data's format, its sha256 patched in as the published one
+    path = tmp_path / "corrupted" / ABALONE_FILE
+    path.parent.mkdir()
 
     @settings(max_examples=60, deadline=None, database=None, derandomize=True)
     @given(data=corruption(good))
@@ -471,19 +482,19 @@ def test_corrupted_data_files_are_rejected(tmp_path):
         path.write_bytes(data)
         count("data files")
         with pytest.raises(ValueError) as err:
-            make_problem("abalone", data_dir=tmp_path)
+            make_problem("abalone", data_dir=path.parent)
         assert SHA256[ABALONE_FILE] in str(err.value) and str(path) in str(err.value)
         with pytest.MonkeyPatch.context() as m:
             m.setitem(SHA256, ABALONE_FILE, datasets.sha256_of(path))
             try:
-                problem = make_problem("abalone", data_dir=tmp_path)
+                problem = make_problem("abalone", data_dir=path.parent)
             except ValueError as parse_error:
                 assert str(path) in str(parse_error) or "problem." in str(parse_error), parse_error
             else:
                 assert problem.arms.shape[1] == 8 and np.all(np.isfinite(problem.arms))
 
     check()
-    assert sorted(p.name for p in tmp_path.iterdir()) == [ABALONE_FILE]  # nothing else was written
+    assert sorted(p.name for p in path.parent.iterdir()) == [ABALONE_FILE]  # nothing else was written
 
 
 # ------------------------------------------------------------------------------ continuous domains

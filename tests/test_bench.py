@@ -148,3 +148,33 @@ def test_selection_benchmark_rows_and_bad_input(tmp_path):
     proc = run_script("bench_selection.py", "--n", 50, "--out", tmp_path / "x.json")
     assert proc.returncode == 2 and "--n: every size must exceed M = 102" in proc.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+def test_growth_benchmark_runs_and_grows_without_changing_the_queries(tmp_path):
+    import bench_growth
+
+    out = tmp_path / "growth.json"
+    bench_growth.main(["--quick", "--out", str(out)])
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["events"] and row["final"]["m_max"] > row["first"]["m_max"]  # it grew
+    assert row["same_queries"] and row["exec_small_s"] > 0 and row["exec_final_s"] > 0
+
+
+def test_accelerator_table_on_cpu(tmp_path):
+    """``--only accelerator`` at tiny scale: one row per seed count and dtype, with loop iterations per step."""
+    out = tmp_path / "accel.json"
+    proc = run_script("bench.py", "--quick", "--only", "accelerator", "--seeds", "1,2", "--T", 40, "--out", out)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = json.loads(out.read_text())["runs"]
+    assert [(r["n_seeds"], r["dtype"]) for r in rows] == [(1, "float64"), (1, "float32"), (2, "float64"),
+                                                         (2, "float32")]
+    for r in rows:
+        assert r["group"] == "accelerator" and r["algorithm"] == "bbkb" and r["T"] == 40
+        assert r["seed_axis"] == "map" and r["gpu_busy"] is None  # CPU: lax.map, no GPU to sample
+        assert r["wall_s"] >= r["exec_s"] > 0 and r["wall_s"] >= r["compile_s"] >= 0
+        assert 0 <= r["loop_iter_mean"] <= r["loop_iter_max"] and 1 <= r["batches_mean"] <= 40
+        sd = np.std(r["regret_ratio"], ddof=1) if r["n_seeds"] > 1 else 0.0
+        assert r["regret_ratio_sd"] == pytest.approx(sd)
+    assert "accelerator table" in proc.stdout and "n/a" in proc.stdout and "loop it. mean" in proc.stdout
+    proc = run_script("bench.py", "--quick", "--only", "accelerator", "--seeds", "1,x", "--out", tmp_path / "x.json")
+    assert proc.returncode == 2 and "comma-separated list of integers" in proc.stderr

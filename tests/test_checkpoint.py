@@ -19,6 +19,7 @@ import pytest
 
 import sketchbo.runner as runner
 from sketchbo import continuous
+from sketchbo.engine import checkpoint
 from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS
 from sketchbo.problems import make_problem
 from sketchbo.runner import run
@@ -51,7 +52,7 @@ def assert_same_run(a, b):
 
 def interrupt_after(monkeypatch, n_saves, record=None):
     """Make the n-th checkpoint write the last one: the run stops right after it (KeyboardInterrupt)."""
-    save = runner.save_checkpoint
+    save = checkpoint.save_checkpoint
     count = [0]
 
     def save_then_stop(path, identity, capacities, *rest):
@@ -62,7 +63,7 @@ def interrupt_after(monkeypatch, n_saves, record=None):
         if count[0] == n_saves:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "save_checkpoint", save_then_stop)
+    monkeypatch.setattr(checkpoint, "save_checkpoint", save_then_stop)
     return count
 
 

@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-from sketchbo import runner, tracking
+from sketchbo import cli, runner, tracking
 from sketchbo.algorithms import ALGORITHMS as FINITE_REGISTRY
 from sketchbo.algorithms import BO_ALGORITHMS
 from sketchbo.cli import CONFIG_DIR, RUNTIME_KEYS, algorithm_configs
+from sketchbo.engine.progress import Progress
 from sketchbo.problems import PROBLEMS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -117,7 +118,7 @@ def test_bad_parameter_is_a_clean_error_and_writes_nothing(tmp_path, override, n
     assert proc.stderr.startswith("sketchbo-run: error: "), proc.stderr
     assert all(name in proc.stderr for name in names), proc.stderr
     assert "Traceback" not in proc.stderr
-    assert not list(tmp_path.rglob("summary.json")) and not list(tmp_path.rglob("traces.npz"))
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())  # not even Hydra's .hydra is left behind
 
 
 def test_unknown_compare_member_is_a_clean_error(tmp_path):
@@ -153,8 +154,9 @@ def test_every_algorithm_config_composes_with_the_registry_defaults(algorithm):
     assert cfg.algorithm.name == algorithm and algorithm in REGISTRY
     params = {k: v for k, v in cfg.algorithm.items() if k != "name"}
     assert params == REGISTRY[algorithm].defaults  # same keys and values as the runner's registry
-    if "lam" in params:  # PROTOCOLS §9 (S-BPE has no beta mode: its width is Thm 3.5's)
-        assert (params["lam"], params["F"], params["delta"], params.get("beta", "code")) == (0.2, 20, None, "code")
+    if "lam" in params:  # null: the problem's suggested values, else PROTOCOLS §9's (runner.FALLBACK)
+        assert (params["lam"], params["F"], params["delta"], params.get("beta", "code")) == (None, None, None, "code")
+        assert runner.FALLBACK == {"lam": 0.2, "F": 20.0}
 
 
 def test_registry_has_a_config_for_every_algorithm():
@@ -388,17 +390,17 @@ class Terminal(io.StringIO):
 
 def test_progress_is_one_redrawn_line_on_a_terminal_and_plain_lines_otherwise(monkeypatch):
     monkeypatch.setattr(sys, "stderr", Terminal())
-    bar = runner._Progress(True, "bbkb/test", T=100, every_s=0.0)
+    bar = Progress(True, "bbkb/test", T=100, every_s=0.0)
     bar.every_s = 0.0
     for t in (10, 50):
         bar(t, t)
     bar(100, 100, final=True)
     out = sys.stderr.getvalue()
     assert out.count("\r") == 3 and out.count("\n") == 1 and out.endswith("\n")
-    assert "100%" in out and "eta" in out and "#" * runner._Progress.BAR in out
+    assert "100%" in out and "eta" in out and "#" * Progress.BAR in out
 
     monkeypatch.setattr(sys, "stderr", io.StringIO())
-    plain = runner._Progress(True, "bbkb/test", T=100, every_s=0.0)
+    plain = Progress(True, "bbkb/test", T=100, every_s=0.0)
     plain(50, 10)
     plain(100, 20, final=True)
     lines = sys.stderr.getvalue().splitlines()
@@ -406,7 +408,7 @@ def test_progress_is_one_redrawn_line_on_a_terminal_and_plain_lines_otherwise(mo
     assert lines[1].startswith("[bbkb/test] round 20: t=100/100 (100%)") and "eta" in lines[1]
 
     monkeypatch.setattr(sys, "stderr", Terminal())
-    runner._Progress(False, "bbkb/test", T=100)(100, 1, final=True)
+    Progress(False, "bbkb/test", T=100)(100, 1, final=True)
     assert sys.stderr.getvalue() == ""
 
 
@@ -452,3 +454,42 @@ def test_compile_cache_directory_is_filled_and_shared(tmp_path):
                    f"compile_cache={cache}")
     assert proc.returncode == 0, proc.stderr
     assert {e for e in os.listdir(cache) if "chunk_all" in e} == {e for e in entries if "chunk_all" in e}
+
+
+def test_rejected_runs_are_one_line_and_leave_no_directory(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for overrides, expected in ((["progress=maybe"], "progress='maybe' is invalid"),
+                                (["problem.A=0"], "problem.A=0 is invalid"),
+                                (["algorithm.members=[bbkb,gssbo]"], "algorithm 'gssbo' cannot run on problem='gp_sample'")):
+        run_dir = tmp_path / "run"
+        proc = run_cli(run_dir, "T=10", "n_seeds=1", *overrides)
+        assert proc.returncode == 2 and proc.stderr.startswith(f"sketchbo-run: error: {expected}"), proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and not run_dir.exists()  # nothing left behind
+    proc = run_cli(blocker / "run", "T=10", "n_seeds=1")  # Hydra could not create it
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == (f"sketchbo-run: error: hydra.run.dir={str(blocker / 'run')!r} cannot be created: "
+                                   f"{str(blocker)!r} is not a directory")
+
+
+def test_whole_number_floats_are_integers_and_file_errors_name_the_path():
+    cfg = compose_config("T=1e3", "n_seeds=2.0")
+    cli.check_run_keys(cfg)
+    assert cfg.T == 1000 and isinstance(cfg.T, int) and cfg.n_seeds == 2
+    with pytest.raises(ValueError, match=r"progress=1 is invalid"):
+        cli.check_run_keys(compose_config("progress=1"))
+    message = cli.describe(OSError(28, "No space left on device", "/data/run/traces.npz"))
+    assert message == "cannot write or read /data/run/traces.npz: No space left on device"
+    assert cli.writable_dir_error(Path("/proc/sketchbo-test/run"), "hydra.run.dir") is not None
+
+
+def test_online_logging_without_credentials_is_refused_before_running(tmp_path, monkeypatch):
+    for key in [k for k in os.environ if k.startswith("WANDB_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
+    cfg = compose_config("algorithm=bbkb", "logger=wandb", "logger.mode=online")
+    with pytest.raises(tracking.LoggingError, match="wandb login"):
+        cli.check_logger(cfg)
+    cli.check_logger(compose_config("algorithm=bbkb", "logger=wandb"))  # offline needs no account

@@ -107,15 +107,6 @@ def test_registry_sizes_and_uniform_mean_is_above_the_minimum():
 
 # ------------------------------------------------------------------------------------------- diabetes
 
-def _pima_available() -> bool:
-    from sketchbo.problems.datasets import PIMA_FILE, find_data_file
-    try:
-        find_data_file(PIMA_FILE, download=False)
-    except (OSError, ValueError):
-        return False
-    return True
-
-
 def test_diabetes_search_space_decoding():
     from sketchbo.problems.diabetes import decode
     lo = [int(v) if i in (0, 3) else float(v) for i, v in enumerate(decode(jnp.zeros(4)))]
@@ -126,7 +117,7 @@ def test_diabetes_search_space_decoding():
     assert float(decode(jnp.full(4, 0.5))[1]) == pytest.approx(1e-3)  # log scale
 
 
-@pytest.mark.skipif(not _pima_available(), reason="pima-indians-diabetes.csv not available locally")
+@pytest.mark.real_data("pima-indians-diabetes.csv")
 def test_diabetes_objective_is_deterministic_in_range_and_fast():
     import time
 

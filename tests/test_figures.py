@@ -281,7 +281,7 @@ def local_data_dir() -> Path | None:
     return abalone.parent if abalone.parent == cadata.parent else None
 
 
-@pytest.mark.skipif(local_data_dir() is None, reason="Abalone/Cadata data files not available locally")
+@pytest.mark.real_data("abalone.data", "cal_housing.data")
 def test_quick_reproduction_set_runs_end_to_end_and_resumes(tmp_path):
     # the data directory is searched before any download, so nothing is downloaded
     env = {**os.environ, "SKETCHBO_DATA_DIR": str(local_data_dir())}

@@ -42,3 +42,9 @@ def test_linear():
 def test_bad_kernel_parameters(name, kw, match):
     with pytest.raises(ValueError, match=match):
         kernel_params(name, 3, **kw)
+
+
+@pytest.mark.parametrize("key", ["d", "name", "dtype"])
+def test_kernel_spec_keys_named_like_arguments_are_unknown_parameters(key):
+    with pytest.raises(ValueError, match=rf"kernel 'linear' has no parameter\(s\) \['{key}'\]"):
+        kernel_params("linear", 3, **{key: 1})

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import io
-import os
-import shutil
 import tarfile
 from pathlib import Path
 
@@ -45,21 +43,7 @@ def _shared_copy(filename: str) -> Path:
 # ----------------------------------------------------------------------------- datasets
 
 
-_ENV_DATA_DIR = os.environ.get(datasets.DATA_DIR_ENV)  # read at import, before any test patches the environment
-
-
-def _shared_path(filename: str) -> Path:
-    """A verified copy of the real file, looked up without the no_local_sources patch: in
-    $SKETCHBO_DATA_DIR as the session started, else beside the checkout (shared/data)."""
-    candidates = [Path(_ENV_DATA_DIR)] if _ENV_DATA_DIR else []
-    candidates += [d / "shared" / "data" for d in (datasets._PACKAGE_DIR.parents[1], datasets._PACKAGE_DIR.parents[0])]
-    for directory in candidates:
-        if (directory / filename).is_file():
-            return directory / filename
-    raise AssertionError(f"{filename} not found in $SKETCHBO_DATA_DIR or beside the checkout (shared/data)")
-
-
-
+@pytest.mark.real_data(ABALONE_FILE, CADATA_FILE)
 def test_data_files_found_and_verified():
     for filename in (ABALONE_FILE, CADATA_FILE):
         path = _shared_copy(filename)
@@ -67,6 +51,7 @@ def test_data_files_found_and_verified():
         assert datasets.sha256_of(path) == SHA256[filename]
 
 
+@pytest.mark.real_data(ABALONE_FILE)
 def test_abalone_problem():
     p = make_problem("abalone")
     assert isinstance(p, Problem) and p.name == "abalone"
@@ -79,6 +64,7 @@ def test_abalone_problem():
     assert p.noise_std is None
 
 
+@pytest.mark.real_data(ABALONE_FILE)
 def test_abalone_sex_encoding_and_target():
     X, y = load_abalone_raw()
     sex = X[:, 0]
@@ -93,6 +79,7 @@ def test_abalone_sex_encoding_and_target():
     np.testing.assert_allclose(make_problem("abalone").f, (y - y.mean()) / y.std(), atol=1e-12)
 
 
+@pytest.mark.real_data(CADATA_FILE)
 def test_cadata_problem():
     p = make_problem("cadata")
     assert p.name == "cadata"
@@ -109,6 +96,7 @@ def test_cadata_problem():
     assert X[0, 0] == -122.23 and X[0, 7] == 8.3252  # longitude, medianIncome of the first row
 
 
+@pytest.mark.real_data(CADATA_FILE)
 def test_scaling_options():
     X, _ = load_cadata_raw()
     z = make_problem("cadata", scaling="zscore").arms
@@ -121,10 +109,10 @@ def test_scaling_options():
         make_problem("abalone", scaling="l2")
 
 
-def test_checksum_mismatch_in_data_dir(tmp_path):
+def test_checksum_mismatch_in_data_dir(tmp_path, fake_data):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
-    good = _shared_copy(ABALONE_FILE).read_bytes()
+    good = fake_data[ABALONE_FILE]
     (data_dir / ABALONE_FILE).write_bytes(good[: len(good) // 2])  # truncated copy
     with pytest.raises(ValueError) as info:
         make_problem("abalone", data_dir=str(data_dir))
@@ -140,10 +128,10 @@ def test_checksum_mismatch_in_data_dir(tmp_path):
         find_data_file(ABALONE_FILE, data_dir=data_dir)
 
 
-def test_data_dir_env_var_is_used(tmp_path, monkeypatch, no_local_sources):
+def test_data_dir_env_var_is_used(tmp_path, monkeypatch, no_local_sources, fake_data):
     data_dir = tmp_path / "env_data"
     data_dir.mkdir()
-    shutil.copy(_shared_path(ABALONE_FILE), data_dir / ABALONE_FILE)
+    (data_dir / ABALONE_FILE).write_bytes(fake_data[ABALONE_FILE])
     monkeypatch.setenv(datasets.DATA_DIR_ENV, str(data_dir))
     assert find_data_file(ABALONE_FILE, download=False) == data_dir / ABALONE_FILE
     with pytest.raises(ValueError, match="data_dir="):
@@ -157,13 +145,13 @@ def test_missing_file_without_download(no_local_sources):
     assert not no_local_sources.exists() or not any(no_local_sources.iterdir())
 
 
-def test_download_success_plain_file(tmp_path, monkeypatch, no_local_sources):
+def test_download_success_plain_file(tmp_path, monkeypatch, no_local_sources, fake_data):
     source = tmp_path / "mirror" / ABALONE_FILE
     source.parent.mkdir()
-    shutil.copy(_shared_path(ABALONE_FILE), source)
+    source.write_bytes(fake_data[ABALONE_FILE])
     monkeypatch.setitem(datasets.DATA_URLS, ABALONE_FILE, source.as_uri())
     p = make_problem("abalone")  # not found anywhere: downloaded into the empty cache
-    assert p.arms.shape == (4177, 8)
+    assert p.arms.shape == (4, 8) and p.arms[:, 0].tolist() == [-1.0, 0.0, 1.0, -1.0]  # sex M, F, I, M scaled
     assert sorted(x.name for x in no_local_sources.iterdir()) == [ABALONE_FILE]
     assert datasets.sha256_of(no_local_sources / ABALONE_FILE) == SHA256[ABALONE_FILE]
     source.unlink()  # the second lookup hits the cache, no download
@@ -177,9 +165,9 @@ def _write_tgz(path: Path, member: str, payload: bytes) -> None:
         tar.addfile(info, io.BytesIO(payload))
 
 
-def test_download_success_archive_member(tmp_path, monkeypatch, no_local_sources):
+def test_download_success_archive_member(tmp_path, monkeypatch, no_local_sources, fake_data):
     archive = tmp_path / "cal_housing.tgz"
-    _write_tgz(archive, "CaliforniaHousing/cal_housing.data", _shared_path(CADATA_FILE).read_bytes())
+    _write_tgz(archive, "CaliforniaHousing/cal_housing.data", fake_data[CADATA_FILE])
     monkeypatch.setitem(datasets.DATA_URLS, CADATA_FILE, archive.as_uri())
     path = find_data_file(CADATA_FILE)
     assert path == no_local_sources / CADATA_FILE
@@ -187,9 +175,9 @@ def test_download_success_archive_member(tmp_path, monkeypatch, no_local_sources
     assert datasets.sha256_of(path) == SHA256[CADATA_FILE]
 
 
-def test_download_corrupt_leaves_nothing(tmp_path, monkeypatch, no_local_sources):
+def test_download_corrupt_leaves_nothing(tmp_path, monkeypatch, no_local_sources, fake_data):
     source = tmp_path / "bad.data"
-    source.write_bytes(_shared_path(ABALONE_FILE).read_bytes()[:-10])  # a truncated download
+    source.write_bytes(fake_data[ABALONE_FILE][:-10])  # a truncated download
     monkeypatch.setitem(datasets.DATA_URLS, ABALONE_FILE, source.as_uri())
     with pytest.raises(ValueError) as info:
         make_problem("abalone")

@@ -42,9 +42,9 @@ def final_state(monkeypatch):
     captured = {}
     collect = runner._collect
 
-    def capture(algorithm, problem, T, seeds, carry, *rest):
-        captured["state"] = carry[0]
-        return collect(algorithm, problem, T, seeds, carry, *rest)
+    def capture(setup, carry, *rest):
+        captured["state"] = carry[0]  # carry = (state, traces) of the run's seeds
+        return collect(setup, carry, *rest)
 
     monkeypatch.setattr(runner, "_collect", capture)
     return captured

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import sketchbo.runner as runner
+from sketchbo.engine import program
 from sketchbo.problems import make_problem
 from sketchbo.runner import run
 
@@ -17,7 +18,7 @@ def no_compile(monkeypatch):
         raise AssertionError("compilation started before the input was validated")
 
     monkeypatch.setattr(runner, "make_program", boom)
-    monkeypatch.setattr(runner, "_PROGRAMS", {})
+    monkeypatch.setattr(program, "_PROGRAMS", {})
 
 
 BAD_HYPER = [
@@ -92,7 +93,7 @@ def test_dictionary_overflow_is_reported_and_the_run_redone_with_a_larger_capaci
 
 def test_traces_are_consistent_and_the_last_batch_is_truncated_at_T():
     T = 57
-    res = run("bbkb", SMALL, T=T, n_seeds=3, progress=False, params={"C": 4.0, "F": 1.0})
+    res = run("bbkb", SMALL, T=T, n_seeds=3, progress=False, params={"C": 4.0, "F": 1.0, "lam": 0.2})
     f = np.asarray(SMALL.f)
     q = res.traces["query"]
     assert q.shape == (3, T) and q.min() >= 0 and q.max() < 100
@@ -185,3 +186,28 @@ def test_seeds_sharded_over_four_devices_equal_one_device():
 def test_device_count_is_validated(no_compile):
     with pytest.raises(ValueError, match="devices=99 is invalid; this process sees"):
         run("bbkb", SMALL, T=10, devices=99)
+
+
+def test_problem_suggestions_fill_what_the_user_leaves_unset():
+    from sketchbo.runner import resolve_hyperparameters
+    suggested = {"lam": 0.01, "F": 1.0}
+    assert resolve_hyperparameters("bbkb", None, 10, suggested)["lam"] == 0.01
+    assert resolve_hyperparameters("bbkb", {"lam": 0.3}, 10, suggested)["lam"] == 0.3  # the user wins
+    assert resolve_hyperparameters("bbkb", {"lam": None}, 10, None)["lam"] == 0.2  # no suggestion: PROTOCOLS §9
+    res = run("gp_ucb", SMALL, T=5, progress=False)  # gp_sample suggests lam = 0.01, F = 1
+    assert (res.hyperparameters["lam"], res.hyperparameters["F"]) == (0.01, 1.0)
+
+
+def test_recorded_repetitions_are_the_feedback():
+    """On a problem with recorded repetitions every reward is one of the pulled arm's recorded values, drawn
+    uniformly (both values of a two-repetition arm appear)."""
+    A = SMALL.arms.shape[0]
+    spread = np.linspace(-0.5, 0.5, A)
+    samples = np.stack([SMALL.f + spread, SMALL.f - spread], axis=1)  # mean f, two repetitions each
+    prob = SMALL._replace(samples=samples, n_samples=np.full(A, 2))
+    res = run("eps_greedy", prob, T=200, n_seeds=2, progress=False)
+    q, y = res.traces["query"], res.traces["reward"]
+    first = np.isclose(y, samples[q, 0]) & (spread[q] != 0)
+    second = np.isclose(y, samples[q, 1]) & (spread[q] != 0)
+    assert np.all(np.isclose(y, samples[q, 0]) | np.isclose(y, samples[q, 1]))
+    assert first.sum() > 20 and second.sum() > 20

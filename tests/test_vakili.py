@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from sketchbo import runner
+from sketchbo.engine.program import SeedKeys
 from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build
 from sketchbo.algorithms.common import beta_vakili
 from sketchbo.algorithms.sbpe import batch_lengths
@@ -159,21 +160,23 @@ def _sbpe_trials(n_trials, A=60, T=60, lam=0.01, C_k=3.0, seed=4):
     arms = coverage.make_arms(A, seed)
     kp = kernel_params("rbf", 2, sigma2=1.0)
     alg = build(ALGORITHMS["sbpe"], Static(A=A, d=2, T=T, m_max=32, u_max=32, kernel="rbf", beta_family="bbkb",
-                                            beta_mode="code", resample="code", batch_rule="schedule"))
+                                            beta_mode="paper", resample="paper", batch_rule="schedule"))
     params = Params(*(jnp.asarray(v) for v in (lam, 0.5, 1.0, C_k, 0.1, math.sqrt(lam), 0.0)), kernel=kp)
-    round_ = runner._make_round(alg, T)
+    round_, _ = runner.make_round(alg, T)
     n_rounds = len(batch_lengths(T))
 
     def one(key):
         k_f, k_run = jax.random.split(key)
         f, _ = coverage.rkhs_function(k_f, arms, kp, 6, C_k)
-        keys = runner.SeedKeys(*jax.random.split(k_run, 4))
-        tr = runner.Traces(query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
+        keys = SeedKeys(*jax.random.split(k_run, 4))
+        tr = runner.Traces(query=-jnp.ones((T,), jnp.int32), reward=jnp.zeros((T,), arms.dtype),
+                           batch_index=jnp.zeros((T,), jnp.int32),
                            dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32),
-                           overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32))
+                           overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32),
+                           loop_iterations=jnp.zeros((T,), jnp.int32))
         carry = (alg.init(keys.init, ArmSet(arms), params), tr)
         noise = jax.random.normal(keys.noise, (T,), dtype=arms.dtype)
-        state, tr = jax.lax.fori_loop(0, n_rounds, lambda _, c: round_(c, keys, params, f, noise, params.xi), carry)
+        state, tr = jax.lax.fori_loop(0, n_rounds, lambda _, c: round_(c, keys, noise, params, f, params.xi, None), carry)
         return f, state.active, tr
 
     keys = jax.random.split(jax.random.key(seed), n_trials)
@@ -190,14 +193,66 @@ def test_sbpe_never_eliminates_the_optimum_on_functions_of_known_rkhs_norm():
 
 
 def test_sbpe_learns_on_a_small_gp_sample():
-    """Cumulative regret below half of uniform play's."""
+    """Alg. 1 as printed (Thm 3.5's width, RLS before every choice): cumulative regret below half of uniform's."""
     problem = make_problem("gp_sample", A=200, d=2, sigma2=0.1, seed=0)
     res = runner.run("sbpe", problem, T=300, n_seeds=1, progress=False,
-                     params={"lam": 0.01, "F": 1.0, "m_max": 96, "u_max": 160})
+                     params={"lam": 0.01, "F": 1.0, "m_max": 96, "u_max": 160, "beta": "paper", "resample": "paper"})
     assert not res.capacity_events
     assert np.all(res.regret_ratio < 0.5), res.regret_ratio
     sizes = np.bincount(res.traces["batch_index"][0])
     assert tuple(sizes) == batch_lengths(300)  # N_i = ceil(sqrt(T N_{i-1})), the last one cut at T
+
+
+def test_sbpe_with_its_defaults_learns_on_the_default_problem():
+    """The registry's S-BPE (practical width, exact in-batch variance) with gp_sample's suggested lam and F
+    (what a run of the algorithm alone uses once the runner applies ``problem.suggested``)."""
+    problem = make_problem("gp_sample")
+    assert set(problem.suggested) == {"lam", "F"}
+    res = runner.run("sbpe", problem, T=500, n_seeds=2, progress=False, params=dict(problem.suggested))
+    assert res.hyperparameters["beta"] == "code" and res.hyperparameters["resample"] == "code"
+    assert np.all(res.regret_ratio <= 0.5), res.regret_ratio
+    assert tuple(np.bincount(res.traces["batch_index"][0])) == batch_lengths(500)
+
+
+def test_sbpe_exact_in_batch_variance_is_the_dense_gp_posterior_of_the_batch():
+    """resample=code: after j choices, state.var = k(x,x) - k_B(x)^T (K_BB + tau^2 I)^{-1} k_B(x) over the pulls."""
+    A, T, lam = 50, 40, 0.05
+    arms = jnp.asarray(np.random.default_rng(3).uniform(-1, 1, (A, 2)))
+    kp = kernel_params("rbf", 2, sigma2=0.5)
+    alg = build(ALGORITHMS["sbpe"], Static(A=A, d=2, T=T, m_max=16, u_max=16, kernel="rbf", beta_family="bbkb",
+                                            beta_mode="code", resample="code", batch_rule="schedule"))
+    params = Params(*(jnp.asarray(v) for v in (lam, 1.0, 1.0, 1.0, 0.1, math.sqrt(lam), 0.0)), kernel=kp)
+    state = alg.init(jax.random.key(0), ArmSet(arms), params)
+    select = jax.jit(alg.select)
+    pulls = []
+    for j in range(batch_lengths(T)[1]):  # the first batch has one point; fill the second one
+        if j == 1:
+            state, _ = alg.resparsify(jax.random.key(9), state, params)
+            pulls = []
+        before = np.where(np.asarray(state.active), np.asarray(state.var), -1.0)
+        q, state, info = select(jax.random.key(j), state, params)
+        pulls.append(int(q))
+        assert before[int(q)] == before.max()  # L8: the maximum variance over the active set
+    X = np.asarray(arms)[pulls]
+    K_AB = _k(kp, np.asarray(arms), X)
+    dense = 1.0 - np.einsum("ab,ab->a", K_AB @ np.linalg.inv(_k(kp, X, X) + lam * np.eye(len(pulls))), K_AB)
+    np.testing.assert_allclose(np.asarray(state.var), np.maximum(dense, 0.0), atol=1e-10)
+    assert int(info["dict_size"]) == len(pulls)
+    assert len(set(pulls)) == len(pulls)  # maximum variance never repeats a point while others are higher
+
+
+def test_sbpe_widths_code_is_the_exact_gp_width_and_paper_theorem_3_5():
+    from sketchbo.algorithms.sbpe import elimination_width
+    kp = kernel_params("rbf", 2, sigma2=0.5)
+    params = Params(*(jnp.asarray(v) for v in (0.04, 1.0, 1.0, 2.0, 0.01, 0.3, 0.0)), kernel=kp)
+    code = float(elimination_width("code", params, 0.02, 4, 1000))
+    paper = float(elimination_width("paper", params, 0.02, 4, 1000))
+    assert code == pytest.approx(2.0 + 0.3 / 0.2 * math.sqrt(2 * math.log(1 / 0.01)))
+    assert paper == pytest.approx((2 + math.sqrt(0.02) / 0.2) * 2.0 + 0.3 / 0.2 * math.sqrt(2 * math.log(4 * 4 * 1000 / 0.01)))
+    assert code < paper
+    with pytest.raises(ValueError, match="resample"):
+        build(ALGORITHMS["sbpe"], Static(A=5, d=2, T=5, m_max=4, u_max=4, kernel="rbf", beta_family="bbkb",
+                                         beta_mode="vakili", resample="code", batch_rule="schedule"))
 
 
 # -------------------------------------------------------------------------------------- beta: vakili

@@ -39,9 +39,10 @@ class AlgorithmSpec(NamedTuple):
     default_rule: str  # key of BATCH_RULES
 
 
-# PROTOCOLS §9 (Abalone / Cadata protocol) and §7: lam = 0.2, F = 20, q-bar = 2, C~ = 2, delta = 1/T (None).
+# PROTOCOLS §9 (Abalone / Cadata protocol) and §7: q-bar = 2, C~ = 2, delta = 1/T (None). lam and F: None = the
+# problem's suggested values (Problem.suggested), else the protocol's lam = 0.2, F = 20 (runner.FALLBACK).
 # u_max: initial capacity of the list of unique pulled arms (exact GP: its posterior's size), grown on overflow
-_UCB = {"lam": 0.2, "F": 20.0, "delta": None, "beta": "code", "u_max": 128}
+_UCB = {"lam": None, "F": None, "delta": None, "beta": "code", "u_max": 128}
 # dictionary: "resampled" (the papers) or "all_pulled" (S_t = X_t: BKB -> GP-UCB, BBKB -> sum-rule GP-BUCB)
 # m_max: initial dictionary capacity (grown on overflow)
 _SPARSE = {**_UCB, "qbar": 2.0, "m_max": 128, "u_max": 256, "resample": "code", "dictionary": "resampled"}
@@ -59,10 +60,12 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
                                 {**_SPARSE, "C": 2.0, "beta_family": "bbkb"}, "bbkb_local"),
     "eps_greedy": AlgorithmSpec("eps_greedy", "eps-greedy on empirical means", "none", False,
                                 {"eps": 0.1}, "sequential"),
-    # S-BPE: lam = tau^2, F = C_k, xi = R of Thm 3.5; qbar = Alg. 2's RLS oversampling (16 = the theory's)
+    # S-BPE: lam = tau^2, F = C_k, xi = R of Thm 3.5; qbar = Alg. 2's RLS oversampling (16 = the theory's);
+    # beta: code (practical width) | paper (Thm 3.5, Eq. (13)); resample: code (exact in-batch variance, rank-one
+    # per choice) | paper (RLS inducing points before every choice, Alg. 1 L6)
     "sbpe": AlgorithmSpec("sbpe", "S-BPE: batched pure exploration on SVGP statistics, elimination by Thm 3.5",
-                          "sbpe", True, {"lam": 0.2, "F": 20.0, "delta": None, "qbar": 1.0, "m_max": 64,
-                                         "u_max": 128}, "schedule"),
+                          "sbpe", True, {"lam": None, "F": None, "delta": None, "qbar": 1.0, "m_max": 192,
+                                         "u_max": 256, "beta": "code", "resample": "code"}, "schedule"),
 }
 
 # Continuous domains (GSSBO's protocol, PROTOCOLS §9): n0 = 20 uniform initial points, beta_t = 0.2 d log(2t),

@@ -168,22 +168,60 @@ def block_size(A: int) -> int:
     return max(1, int(round(A ** 0.5)))
 
 
-def lazy_argmax(tab: UCBTable, fresh, refresh):
-    """Exact argmax of UCBs that only decrease in a batch (DESIGN §3; BBKB Alg. 1, L7–8).
+REFRESH_K = 8  # arms refreshed together by one round of the in-batch step (bounded_argmax)
 
-    ``tab`` holds upper bounds (values computed earlier in the batch); ``fresh`` (A,) marks exact ones.
-    Take the argmax; while it is stale, replace it by its exact value ``refresh(i)`` and repeat. The result
-    is the exact argmax because every stale value bounds its arm's current UCB from above.
-    Returns ``(tab, fresh, i, n_refresh)``.
+
+def _refresh_round(tab: UCBTable, fresh, refresh_many, k: int, A: int):
+    """Refresh up to k stale arms with the largest bounds, in one batched call of ``refresh_many``.
+
+    ``fresh`` (n_blocks * B,) marks exact entries (padding counts as fresh). The candidates are the k
+    largest stale entries of the k blocks with the largest maxima, and always the table's argmax when it is
+    stale (so that every round makes progress, whatever the ties and -inf entries). Returns
+    ``(tab, fresh, n_refreshed)``.
     """
+    nb, B = tab.values.shape
+    kb = min(k, nb)
+    _, blocks = jax.lax.top_k(tab.block_max, kb)  # (kb,)
+    stale = ~fresh.reshape(nb, B)[blocks]
+    _, pos = jax.lax.top_k(jnp.where(stale, tab.values[blocks], -jnp.inf).reshape(-1), min(k, kb * B))
+    idx = blocks[pos // B] * B + pos % B  # flat indices of the candidates
+    best = table_argmax(tab)
+    idx = idx.at[0].set(jnp.where(fresh[best], idx[0], best).astype(idx.dtype))
+    valid = ~fresh[idx]  # stale real arms; a repeated candidate writes the same value twice
+    flat = tab.values.reshape(-1)
+    flat = flat.at[idx].set(jnp.where(valid, refresh_many(jnp.minimum(idx, A - 1)), flat[idx]))
+    values = flat.reshape(nb, B)
+    rows = idx // B
+    block_max = tab.block_max.at[rows].set(jnp.max(values[rows], axis=1))
+    return UCBTable(values, block_max), fresh.at[idx].set(True), jnp.sum(valid).astype(jnp.int32)
+
+
+def bounded_argmax(tab: UCBTable, fresh, refresh_many, k: int = REFRESH_K):
+    """Exact argmax of UCBs that only decrease in a batch, in a bounded number of loop iterations
+    (DESIGN §3; BBKB Alg. 1, L7–8).
+
+    ``tab`` holds upper bounds (values computed earlier in the batch); ``fresh`` (A,) marks exact ones;
+    ``refresh_many(idx)`` returns the exact UCBs of the arms ``idx`` (k,). One round refreshes the k largest
+    stale bounds together (k m^2 work in one batched product); the table's argmax (first index among its
+    maxima) is then the answer if it is exact: every stale entry bounds its arm's current UCB from above,
+    so that arm is the first maximiser of the exact UCBs — the selection of the one-at-a-time lazy rule, ties
+    included. Otherwise further rounds of k follow (a while loop that almost never runs: under vmap, and on
+    accelerators where each iteration is a host round trip, the step no longer waits for the seed needing
+    the most refreshes). Returns ``(tab, fresh, i, n_refresh, loop_iterations)``: the refreshed table, the
+    exact marks, the argmax, the number of arms refreshed and the iterations of the fallback loop.
+    """
+    A = fresh.shape[0]
+    fr = jnp.ones((tab.values.size,), bool).at[:A].set(fresh)
+    tab, fr, n = _refresh_round(tab, fr, refresh_many, k, A)
 
     def cond(c):
-        _, fr, i, _ = c
-        return ~fr[i]
+        tb, f, _, _ = c
+        return ~f[table_argmax(tb)]
 
     def body(c):
-        tb, fr, i, n = c
-        tb = table_set(tb, i, refresh(i))
-        return tb, fr.at[i].set(True), table_argmax(tb), n + 1
+        tb, f, n, it = c
+        tb, f, dn = _refresh_round(tb, f, refresh_many, k, A)
+        return tb, f, n + dn, it + 1
 
-    return jax.lax.while_loop(cond, body, (tab, fresh, table_argmax(tab), jnp.zeros((), jnp.int32)))
+    tab, fr, n, it = jax.lax.while_loop(cond, body, (tab, fr, n, jnp.zeros((), jnp.int32)))
+    return tab, fr[:A], table_argmax(tab), n, it

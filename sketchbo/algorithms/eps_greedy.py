@@ -34,7 +34,8 @@ def make_eps_greedy(static: Static) -> Algorithm:
         explore = (jax.random.uniform(k_explore, dtype=state.counts.dtype) < params.eps) | (state.t == 0)
         q = jnp.where(explore, jax.random.randint(k_arm, (), 0, A, dtype=jnp.int32), jnp.argmax(emp))
         new = state._replace(batch_open=jnp.asarray(False), t=state.t + 1)
-        return q.astype(jnp.int32), new, {"n_refresh": jnp.zeros((), jnp.int32), "dict_size": jnp.zeros((), jnp.int32)}
+        zero = jnp.zeros((), jnp.int32)
+        return q.astype(jnp.int32), new, {"n_refresh": zero, "loop_iterations": zero, "dict_size": zero}
 
     def update(state: EpsGreedyState, queries, ys, params: Params):
         counts, qi, wy, _ = batch_feedback(state.counts, queries, ys, state.counts, "code")

@@ -64,7 +64,8 @@ def make_exact_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorit
         gp = exact.add_observation(kernel, params.kernel, state.arms, state.gp, q, params.lam)
         new = state._replace(
             gp=gp, rule_acc=acc, batch_open=~(close | first), t=state.t + 1)
-        info = {"n_refresh": jnp.zeros((), jnp.int32), "dict_size": jnp.sum(state.counts > 0).astype(jnp.int32)}
+        info = {"n_refresh": jnp.zeros((), jnp.int32), "loop_iterations": jnp.zeros((), jnp.int32),
+                "dict_size": jnp.sum(state.counts > 0).astype(jnp.int32)}
         return q, new, info
 
     def update(state: ExactUCBState, queries, ys, params: Params):

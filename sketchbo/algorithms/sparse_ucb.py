@@ -9,8 +9,8 @@ One engine, three batch rules (``batch_rules.py``):
 * ``bbkb_local`` — the per-arm GlobalLocal rule of the public code.
 
 Within a batch the mean, dictionary and width are frozen; variances shrink by rank-one updates of V^{-1}
-(Alg. 1, L7) and the argmax is taken lazily over stale UCBs (L8; :func:`common.lazy_argmax`): O(A + m^2 +
-m d) per in-batch step plus O(m^2 + m d) per refreshed arm. At the batch end the feedback is added
+(Alg. 1, L7) and the argmax is taken lazily over stale UCBs (L8; :func:`common.bounded_argmax`): O(A/B + B +
+k (m^2 + m d)) per in-batch step for k arms refreshed together, rarely more. At the batch end the feedback is added
 (``update``) and the dictionary resampled with the start-of-batch variances (L11–16, ``resparsify``).
 """
 from __future__ import annotations
@@ -22,11 +22,16 @@ import jax.numpy as jnp
 
 from sketchbo.algorithms.batch_rules import BatchRule
 from sketchbo.algorithms.common import (
-    Algorithm, Params, Static, UCBTable, batch_feedback, beta_bbkb, beta_bkb, beta_vakili, block_size, lazy_argmax,
-    ucb_table,
+    Algorithm, Params, Static, UCBTable, batch_feedback, beta_bbkb, beta_bkb, beta_vakili, block_size,
+    bounded_argmax, ucb_table,
 )
 from sketchbo.gp import nystrom, sparse_bounds
 from sketchbo.kernels import get_kernel
+
+
+def _as(dtype, tree):
+    """``tree`` (arrays, dicts of arrays) cast to ``dtype``; a no-op where it already has it."""
+    return jax.tree.map(lambda v: jnp.asarray(v).astype(dtype), tree)
 
 
 def _finite_or_worst(u):
@@ -41,6 +46,7 @@ class SparseUCBState(NamedTuple):
     ysum: jax.Array  # (A,) summed rewards of those pulls
     dict_idx: jax.Array  # (m_max,) int32 arm index of each dictionary slot
     dict_mask: jax.Array  # (m_max,) bool, slot in use
+    # W, Vinv, B are in nystrom.factor_dtype(arms.dtype) (float64 for float32 arms), the rest in arms.dtype
     W: jax.Array  # (m_max, m_max) K_S^{+1/2}
     Vinv: jax.Array  # (m_max, m_max) V^{-1} including the pulls of the current batch
     B: jax.Array  # (m_max, m_max) start-of-batch W^T (I/lam - V^{-1})^{1/2} (nystrom.posterior)
@@ -66,13 +72,14 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
     def init(key, problem, params: Params) -> SparseUCBState:
         arms = problem.arms
         dt = arms.dtype
+        fdt = nystrom.factor_dtype(dt)
         A = arms.shape[0]
         kdiag = kernel.diag(params.kernel, arms)
-        eye = jnp.eye(m_max, dtype=dt)
+        eye = jnp.eye(m_max, dtype=fdt)
         return SparseUCBState(
             arms=arms, kdiag=kdiag, counts=jnp.zeros((A,), dt), ysum=jnp.zeros((A,), dt),
             dict_idx=jnp.zeros((m_max,), jnp.int32), dict_mask=jnp.zeros((m_max,), bool),
-            W=jnp.zeros((m_max, m_max), dt), Vinv=eye / params.lam, B=jnp.zeros((m_max, m_max), dt),
+            W=jnp.zeros((m_max, m_max), fdt), Vinv=eye / _as(fdt, params.lam), B=jnp.zeros((m_max, m_max), fdt),
             mean=jnp.zeros((A,), dt), var_fb=kdiag / params.lam, ucb=ucb_table(jnp.zeros((A,), dt), block),
             fresh=jnp.ones((A,), bool), beta=jnp.zeros((), dt), logdet=jnp.zeros((), dt),
             rule_acc=rule.init(A, dt), batch_open=jnp.asarray(True),
@@ -85,16 +92,18 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
 
     def select(key, state: SparseUCBState, params: Params):
         del key  # selection is deterministic given the state
+        dt, fdt = state.arms.dtype, state.W.dtype  # the m x m algebra in the factor dtype (nystrom.factor_dtype)
         Xs = _dict_points(state)
+        Xs_f, kp_f, lam_f = _as(fdt, (Xs, params.kernel, params.lam))
 
-        def kS(i):
-            return nystrom.cross_kernel(kernel, params.kernel, state.arms[i][None, :], Xs, state.dict_mask)[0]
+        def kS(i):  # (m_max,) k_S(x_i) in the factor dtype
+            return nystrom.cross_kernel(kernel, kp_f, state.arms[i][None, :].astype(fdt), Xs_f, state.dict_mask)[0]
 
         def refresh(i):  # exact UCB of arm i under the current in-batch posterior
-            var = nystrom.embedded_variance(kS(i), state.kdiag[i], state.W, state.Vinv, params.lam)
-            return _finite_or_worst(state.mean[i] + state.beta * jnp.sqrt(var))
+            var = nystrom.embedded_variance(kS(i), state.kdiag[i].astype(fdt), state.W, state.Vinv, lam_f)
+            return _finite_or_worst(state.mean[i] + state.beta * jnp.sqrt(var)).astype(dt)
 
-        ucb, fresh, best, n_refresh = lazy_argmax(state.ucb, state.fresh, refresh)  # Alg. 1, L4 and L8
+        ucb, fresh, best, n_refresh, loops = bounded_argmax(state.ucb, state.fresh, jax.vmap(refresh))  # L4, L8
         first = state.t == 0
         q = jnp.where(first, state.first_arm, best).astype(jnp.int32)
 
@@ -109,7 +118,8 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             ucb=ucb, fresh=jnp.zeros_like(fresh), Vinv=Vinv, rule_acc=acc,
             batch_open=~(close | first), t=state.t + 1,
         )
-        info = {"n_refresh": n_refresh, "dict_size": jnp.sum(state.dict_mask).astype(jnp.int32)}
+        info = {"n_refresh": n_refresh, "loop_iterations": loops,
+                "dict_size": jnp.sum(state.dict_mask).astype(jnp.int32)}
         return q, new, info
 
     def update(state: SparseUCBState, queries, ys, params: Params):
@@ -123,17 +133,20 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             idx, mask, wanted = nystrom.resample_dictionary(
                 key, state.var_fb, state.counts, params.qbar, per_pull, m_max)
         p_idx, p_mask, n_unique = nystrom.pulled_list(state.counts, static.u_max)
+        dt, fdt = state.arms.dtype, state.W.dtype
         post = nystrom.posterior(kernel, params.kernel, state.arms, state.kdiag, idx, mask, p_idx, p_mask,
-                                 state.counts, state.ysum, params.lam)
+                                 state.counts, state.ysum, params.lam, fdtype=fdt)
         if static.beta_mode == "vakili":  # Thm 3.5 with lambda_max of the pulled arms against the new dictionary
-            beta = beta_vakili(params, sparse_bounds.lambda_max(kernel, params.kernel, state.arms, post.W, idx, mask,
-                                                                p_idx, p_mask, state.counts), state.arms.shape[0])
+            lam_max = sparse_bounds.lambda_max(kernel, _as(fdt, params.kernel), state.arms.astype(fdt), post.W, idx,
+                                               mask, p_idx, p_mask, state.counts)
+            beta = beta_vakili(params, lam_max.astype(dt), state.arms.shape[0])
         elif static.beta_family == "bkb":
             beta = beta_bkb(static.beta_mode, params, jnp.sum(state.counts),
                             jnp.sum(state.counts * post.var), jnp.max(state.kdiag))
         else:
             c = 1.0 if sequential else params.C
             beta = beta_bbkb(static.beta_mode, params, state.logdet, c)
+        beta = beta.astype(dt)
         A = state.arms.shape[0]
         new = state._replace(
             dict_idx=idx, dict_mask=mask, W=post.W, Vinv=post.Vinv, B=post.B, mean=post.mean,

@@ -26,6 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sketchbo.linalg import mm
+
 
 def dense_posterior(kernel, kparams, arms, counts, ysum, lam):
     """Exact posterior (mean, GP variance) of every arm from per-arm counts and summed rewards."""
@@ -43,7 +45,7 @@ def dense_posterior(kernel, kparams, arms, counts, ysum, lam):
     G = K_UU + jnp.diag(lam / n)
     L = jnp.linalg.cholesky(G)
     alpha = jax.scipy.linalg.cho_solve((L, True), ybar)
-    mean = K_AU @ alpha
+    mean = mm(K_AU, alpha)
     B = jax.scipy.linalg.solve_triangular(L, K_AU.T, lower=True)
     var = kdiag - jnp.sum(B * B, axis=0)
     return mean, var
@@ -70,7 +72,7 @@ def _used_rows_times(gp, v):
 
     def body(b, acc):
         rows = jax.lax.dynamic_slice_in_dim(gp.K_UA, b * ROWS, ROWS, axis=0)
-        return acc + jax.lax.dynamic_slice_in_dim(v, b * ROWS, ROWS) @ rows
+        return acc + mm(jax.lax.dynamic_slice_in_dim(v, b * ROWS, ROWS), rows)
 
     return jax.lax.fori_loop(0, n_blocks, body, jnp.zeros_like(gp.mean))
 
@@ -101,7 +103,7 @@ def add_observation(kernel, kparams, arms, gp: ExactGP, j, lam) -> ExactGP:
     gp = gp._replace(K_UA=K_UA)
 
     g = K_UA[:, j]  # (u_max,) k_U(x_j)
-    Qg = gp.Q @ g
+    Qg = mm(gp.Q, g)
     cov = k_j - _used_rows_times(gp, Qg)  # posterior covariance of every arm with x_j
     denom = lam + gp.var[j]
     var = jnp.maximum(gp.var - cov * cov / denom, 0.0)
@@ -110,7 +112,7 @@ def add_observation(kernel, kparams, arms, gp: ExactGP, j, lam) -> ExactGP:
     # a repeat: the diagonal entry lam / n_s of K_UU + lam N^{-1} becomes lam / (n_s + 1) (Sherman–Morrison)
     n_s = jnp.maximum(gp.counts[s_row], 1.0)
     delta = lam / (n_s + 1.0) - lam / n_s
-    q_s = gp.Q @ e_s
+    q_s = mm(gp.Q, e_s)
     Q_repeat = gp.Q - jnp.outer(q_s, q_s) * delta / (1.0 + delta * q_s[s_row])
     # a new arm: border K_UU + lam N^{-1} with k_U(x_j) and k(x_j, x_j) + lam; Schur complement = denom
     border = e_s - Qg * (1.0 - e_s)  # (-Q g, 1) placed at slot s
@@ -146,4 +148,4 @@ def add_feedback(gp: ExactGP, queries, ys, lam) -> ExactGP:
     ysum = gp.ysum.at[slots].add(jnp.where(valid, ys, 0.0), mode="drop")
     Q = exact_Q(gp, lam)
     ybar = jnp.where(gp.counts > 0, ysum / jnp.maximum(gp.counts, 1.0), 0.0)
-    return gp._replace(ysum=ysum, Q=Q, mean=_used_rows_times(gp, Q @ ybar))
+    return gp._replace(ysum=ysum, Q=Q, mean=_used_rows_times(gp, mm(Q, ybar)))

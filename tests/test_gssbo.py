@@ -452,7 +452,7 @@ def _cli(tmp_path, *overrides):
 
 def test_cli_rejects_mismatched_algorithm_and_problem_before_running(tmp_path):
     proc = _cli(tmp_path, "algorithm=gp_ucb", "problem=hartmann6", "T=30")
-    assert proc.returncode == 2 and "continuous domain" in proc.stderr and "gssbo" in proc.stderr
+    assert proc.returncode == 2 and "continuous box" in proc.stderr and "gssbo" in proc.stderr
     assert not (tmp_path / "summary.json").exists()
 
 

@@ -7,8 +7,8 @@ Setting (App.: "the first 200 sequential samples from a standard BO process ... 
 * hyperparameters: Matérn-5/2 ARD fitted by maximum likelihood on all n samples (300 Adam steps from the
   default start; our choice — the paper does not say which model the selection used);
 * subsets of ``--buffer`` (100) rows, each keeping the n0 initial samples and the newest:
-  GSSBO's gradient diversity (sigma_d^2 = 0.01), RSSBO's random choice and k-means++ in the RKHS
-  (``sketchbo.gp.subset``).
+  GSSBO's default rule (the registry's ``selection``; sigma_d^2 = 0.01), RSSBO's random choice and
+  k-means++ in the RKHS (``sketchbo.gp.subset``).
 
 ``python experiments/gssbo_fig7.py --out results/quick/gssbo_fig7`` writes ``gssbo_fig7.npz`` there (an
 existing file computed with the same settings is kept); ``scripts/plot_gssbo_fig7.py`` draws it.
@@ -28,11 +28,13 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from sketchbo import continuous, tracking  # noqa: E402
+from sketchbo.algorithms import BO_ALGORITHMS  # noqa: E402
 from sketchbo.gp import hyper, subset  # noqa: E402
 from sketchbo.problems import make_problem  # noqa: E402
 
 FILENAME = "gssbo_fig7.npz"
 QUICK = {"n_uniform": 256, "n_local": 64}
+RULE = BO_ALGORITHMS["gssbo"].defaults["selection"]  # GSSBO's panel: its default subset rule (PROTOCOLS §9)
 
 
 def stored_settings(path: Path):
@@ -58,9 +60,8 @@ def compute(n: int, buffer: int, n0: int, seed: int, quick: bool) -> dict:
     def select(key):
         h, _ = hyper.fit(hyper.init_hyper(6), X, y, valid, 300, 0.05)
         k_g, k_r, k_k = jax.random.split(key, 3)
-        G = subset.gradient_vectors(h, X, y, valid)
         K = hyper.MATERN.k(hyper.kernel_params(h), X, X)
-        return (h, subset.gradient_subset(k_g, G, valid, forced, buffer, 0.01),
+        return (h, subset.gssbo_subset(RULE, k_g, h, X, y, valid, forced, buffer, 0.01),
                 subset.random_subset(k_r, valid, forced, buffer), subset.kmeanspp_subset(k_k, K, valid, forced, buffer))
 
     h, g, r, k = select(jax.random.key(seed))
@@ -79,7 +80,8 @@ def main(argv=None) -> Path:
     parser.add_argument("--seed", type=int, default=0, help="seed of the GP-UCB run and the subsets")
     parser.add_argument("--quick", action="store_true", help="small acquisition candidate sets")
     args = parser.parse_args(argv)
-    settings = {"n": args.n, "buffer": args.buffer, "n0": args.n0, "seed": args.seed, "quick": args.quick}
+    settings = {"n": args.n, "buffer": args.buffer, "n0": args.n0, "seed": args.seed, "quick": args.quick,
+                "selection": RULE}
     path = args.out / FILENAME
     if stored_settings(path) == settings:
         print(f"skipping: complete results in {path}")

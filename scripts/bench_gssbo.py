@@ -101,7 +101,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--quick", action="store_true", help="N = 100")
     parser.add_argument("--seeds", type=int, default=1, help="seeds per run (default 1)")
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=sorted(CONTINUOUS_PROBLEMS))
-    parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), choices=sorted(BO_ALGORITHMS))
+    parser.add_argument("--algorithms", nargs="*", default=list(ALGORITHMS), choices=sorted(BO_ALGORITHMS))
     parser.add_argument("--variant", nargs="*", default=[], metavar="ALG:KEY=VALUE,...",
                         help="extra rows with non-default parameters, e.g. gssbo:selection=pivoted")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "bench_gssbo.json", help="JSON file written")

@@ -70,7 +70,9 @@ _FLOATS = {
 }
 
 
-_SELECTIONS = ("gradient", "pivoted")  # gssbo: Eq. (1) gradient diversity, or greedy pivoted Cholesky (PROTOCOLS §9)
+# gssbo's subset rules (PROTOCOLS §9, subset.SELECTIONS): projection (appendix greedy on the gradient vectors),
+# pivoted (greedy pivoted Cholesky on K), cosine (Eq. (1) as written); gradient = cosine's deprecated name
+_SELECTIONS = ("projection", "pivoted", "cosine", "gradient")
 
 
 def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict:

@@ -1,26 +1,30 @@
 """GP-UCB on continuous domains with a GP fitted on a subset of the samples: GSSBO and the baselines of its
 figures (Wei et al. 2025, "Gradient-based Sample Selection for Faster Bayesian Optimization", Alg. 1, §6).
 
-One factory, seven variants (``VARIANTS``), differing in which rows of the data buffer D the GP sees and in
+One factory, eight variants (``VARIANTS``), differing in which rows of the data buffer D the GP sees and in
 the posterior engine:
 
 | name          | subset of D (``sketchbo.gp.subset``)                      | engine            |
 |---------------|-----------------------------------------------------------|-------------------|
 | ``std_gp_ucb``  | all samples ("Standard GP-UCB", Srinivas et al. 2010)     | exact GP          |
-| ``gssbo``       | n0 initial + newest + greedy gradient diversity (Eq. 1)   | exact GP on M     |
+| ``gssbo``       | n0 initial + newest + a named greedy rule (``selection``) | exact GP on M     |
 | ``rssbo``       | n0 initial + newest + uniformly random                    | exact GP on M     |
 | ``kmeans_pp``   | n0 initial + newest + k-means++ in the RKHS               | exact GP on M     |
 | ``lr_first_m``  | the first m samples as Nyström landmarks                  | Nyström (DTC), all D |
 | ``sparse_gp``   | m inducing points by greedy pivoted Cholesky (IVM-style)  | Nyström (DTC), all D |
+| ``ipa``         | m inducing points: greedy MAP of the DPP diag(q) K diag(q),| Nyström (DTC), all D |
+|               | q = EI under the previous model (Moss et al. 2023)        |                   |
 | ``mini_gp_ucb`` | unique points with counts; a point is repeated while      | exact GP on unique |
 |               | 1 + n s~^2(x_h) <= C (BBKB's sum rule, PROTOCOLS §3)      | points            |
 
 Subsets of GSSBO, RSSBO and k-means++ hold M rows once |D| > M; before that the GP uses all of D (Alg. 1,
 L17). M is fixed (``M``) or set by the dynamic rule with factor Z (:func:`dynamic_buffer_size`).
-Options (static): ``selection = "pivoted"`` makes GSSBO pick its free members by greedy pivoted Cholesky,
-the greedy Nyström column selection the appendix proves equivalent to gradient diversity in the noiseless
-limit (PROTOCOLS §9's option); ``keep_best`` also forces the best observed sample into the subset of GSSBO,
-RSSBO and k-means++ (our option, not the paper's; default off).
+Options (static): ``selection`` names GSSBO's rule for its free members (``sketchbo.gp.subset``, PROTOCOLS §9):
+``projection`` (the appendix's greedy: largest residual norm of the perturbed gradient vector after projecting
+out the kept ones' span), ``pivoted`` (greedy pivoted Cholesky on K, the greedy Nyström column selection the
+appendix proves equivalent in the noiseless limit) or ``cosine`` (Eq. (1)'s summed cosine similarity as
+written; ``gradient`` is its deprecated name); ``keep_best`` also forces the best observed sample into the
+subset of GSSBO, RSSBO and k-means++ (our option, not the paper's; default off).
 
 The round structure of the runner (DESIGN §2) carries over: ``select`` returns the planned query (a point
 of the uniform initial design for t < n0), ``update`` appends the batch to D, and ``resparsify`` does the
@@ -33,6 +37,7 @@ Nyström variants fit their hyperparameters on the landmark rows and share the B
 from __future__ import annotations
 
 import math
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -45,15 +50,21 @@ from sketchbo.kernels import get_kernel
 
 MATERN = get_kernel("matern52")
 
-# name -> (subset selection, engine, repeat points)
+# name -> (subset selection, engine, repeat points): every continuous algorithm's entry, read by ``grow`` and the
+# runner; ``rembo``, ``hesbo`` (``embeddings.py``) and ``vecchia_bo`` (``vecchia_bo.py``) have their own factories
 VARIANTS = {
     "std_gp_ucb": ("all", "exact", False),
-    "gssbo": ("gradient", "exact", False),
+    "gssbo": ("named", "exact", False),  # the rule named by BOStatic.selection
     "rssbo": ("random", "exact", False),
     "kmeans_pp": ("kmeanspp", "exact", False),
     "lr_first_m": ("first", "nystrom", False),
     "sparse_gp": ("pivoted", "nystrom", False),
     "mini_gp_ucb": ("all", "exact", True),
+    # random embeddings (``embeddings.py``): an exact GP on all rows of a low-dimensional buffer
+    "rembo": ("all", "exact", False),
+    "hesbo": ("all", "exact", False),
+    "ipa": ("ipa", "nystrom", False),  # m inducing points by IPA's quality-weighted DPP (ipa_rows)
+    "vecchia_bo": ("vecchia", "vecchia", False),  # ``vecchia_bo.py``: every row, Vecchia's likelihood
 }
 
 
@@ -69,7 +80,7 @@ class BOStatic(NamedTuple):
     fit_steps: int  # Adam steps of the hyperparameter fit per round
     acq: acquisition.AcqStatic  # sizes of the acquisition maximiser
     n_incumbents: int = 5  # best observed points whose perturbations are candidates
-    selection: str = "gradient"  # gssbo's subset rule: "gradient" (Eq. 1) or "pivoted" (PROTOCOLS §9 option)
+    selection: str = "pivoted"  # gssbo's rule: one of subset.SELECTIONS (default by measurement; "gradient" = "cosine")
     keep_best: bool = False  # also force the best observed sample into the subset (our option, not the paper's)
 
 
@@ -169,9 +180,23 @@ def model_size(static: BOStatic) -> int:
     return static.cap if VARIANTS[static.variant][0] == "all" else static.M
 
 
+def gssbo_rule(static: BOStatic) -> str:
+    """GSSBO's subset rule, one of ``subset.SELECTIONS``; ``gradient`` (its name before 2026-11-22) is read as
+    ``cosine`` with a FutureWarning; anything else is a ValueError naming the choices."""
+    if static.selection == "gradient":
+        warnings.warn("selection='gradient' is deprecated: it is Eq. (1)'s rule, now named 'cosine' (the choices "
+                      f"are {list(subset.SELECTIONS)})", FutureWarning, stacklevel=3)
+        return "cosine"
+    if static.selection not in subset.SELECTIONS:
+        raise ValueError(f"selection={static.selection!r} is not a GSSBO subset rule; choose one of "
+                         f"{list(subset.SELECTIONS)}")
+    return static.selection
+
+
 def make_subset_bo(static: BOStatic) -> Algorithm:
     """Factory of the continuous-domain algorithms (see the module docstring)."""
     selection, engine, merge = VARIANTS[static.variant]
+    rule = gssbo_rule(static) if selection == "named" else None
     M = model_size(static)
     cap, d, n0 = static.cap, static.d, static.n0
 
@@ -207,12 +232,10 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
             return subset.first_rows(valid, M)
         if selection == "random":
             return subset.random_subset(key, valid, forced, M)
-        if selection == "gradient" and static.selection == "pivoted":  # appendix: greedy Nyström columns
-            K = MATERN.k(hyper.kernel_params(state.hyper), data.x, data.x)
-            return subset.pivoted_cholesky_subset(K, valid, forced, M)
-        if selection == "gradient":
-            G = subset.gradient_vectors(state.hyper, data.x, y, valid)
-            return subset.gradient_subset(key, G, valid, forced, M, params.sigma_d2)
+        if selection == "ipa":
+            return ipa_rows(state, valid, y, M)
+        if selection == "named":  # GSSBO's named rule (PROTOCOLS §9)
+            return subset.gssbo_subset(rule, key, state.hyper, data.x, y, valid, forced, M, params.sigma_d2)
         K = MATERN.k(hyper.kernel_params(state.hyper), data.x, data.x)
         if selection == "kmeanspp":
             return subset.kmeanspp_subset(key, K, valid, forced, M)
@@ -261,6 +284,29 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
     return Algorithm(init, select, update, resparsify)
 
 
+IPA_FLOOR = 1e-6  # added to every quality (standardised units): all samples keep a positive weight (our choice)
+
+
+def ipa_quality(state: BOState, valid, y):
+    """IPA's quality of every sample (cap,): q_i = EI of sample i under the previous round's model (its DTC
+    posterior on the previous inducing points and hyperparameters; the EI's baseline: the best observed
+    reward), in standardised units, + IPA_FLOOR; 1 in empty rows. Before the first fit (no inducing points)
+    all qualities are equal."""
+    predict, _ = _nystrom_predict(state.hyper, state.data, state.sub_idx, state.sub_mask, valid, y)
+    mean, var = predict(state.data.x)
+    _, _, y_scale = hyper.standardise(y, valid)
+    best = jnp.max(jnp.where(valid, y, -jnp.inf))
+    q = subset.expected_improvement(mean / y_scale, var / y_scale ** 2, best / y_scale) + IPA_FLOOR
+    return jnp.where(valid, q, 1.0)
+
+
+def ipa_rows(state: BOState, valid, y, M: int):
+    """IPA (Moss, Ober & Picheny 2023): M inducing points among the samples by the greedy MAP of the DPP with
+    L = diag(q) K diag(q) (``subset.quality_dpp_subset``), q = :func:`ipa_quality`."""
+    K = MATERN.k(hyper.kernel_params(state.hyper), state.data.x, state.data.x)
+    return subset.quality_dpp_subset(K, ipa_quality(state, valid, y), valid, M)
+
+
 def _nystrom_predict(h: hyper.GPHyper, data: Data, idx, mask, valid, y):
     """DTC posterior of all rows of D with the landmarks D[idx] (the BKB engine, ``nystrom.posterior``,
     with lam = s2 on standardised targets). Returns (predict, s2): predict(xq) -> (mean, var) of the latent f
@@ -285,4 +331,5 @@ def _nystrom_predict(h: hyper.GPHyper, data: Data, idx, mask, valid, y):
 
 
 __all__ = ["VARIANTS", "BOStatic", "BOParams", "BOState", "Data", "dynamic_buffer_size", "append_batch", "grow",
-           "model_size", "make_subset_bo"]
+           "model_size", "gssbo_rule", "ipa_quality", "ipa_rows",
+           "make_subset_bo"]

@@ -7,17 +7,27 @@ Every selector works on a data buffer of static capacity n (``valid`` marks the 
 ``(idx (M,) int32, mask (M,) bool)``: M row indices, distinct, every ``forced`` valid row among them (the
 n0 initial samples and the newest, Alg. 1 L13). When there are at most M valid rows, all of them are kept.
 
-* :func:`gradient_subset` — Eq. (1): greedily add the row whose normalised, perturbed gradient vector has
-  the smallest summed cosine similarity to the rows kept so far. Gradient vectors (PROTOCOLS §9):
-  g_i = psi_i r_i with psi_i = (K + s2 I)^{-1} e_i and r_i = ((K + s2 I)^{-1} (y - mu))_i (Eq. (3)'s scalar),
-  each perturbed by N(0, sigma_d^2 I) before normalising.
+GSSBO's three named rules (``selection`` of ``gssbo``; PROTOCOLS §9, decided 2026-11-22). Gradient vectors:
+g_i = psi_i r_i with psi_i = (K + s2 I)^{-1} e_i and r_i = ((K + s2 I)^{-1} (y - mu))_i (Eq. (3)'s scalar), each
+perturbed by N(0, sigma_d^2 I) (:func:`perturbed_gradients`).
+
+* :func:`projection_subset` (``projection``) — the appendix's greedy max gradient-direction diversity: add the
+  row whose perturbed gradient vector has the largest residual norm after projecting out the span of the
+  vectors kept so far (Gram–Schmidt greedy = pivoted Cholesky on the Gram matrix of the g_i).
+* :func:`pivoted_cholesky_subset` (``pivoted``) — greedy pivoted Cholesky on K (greedy Nyström column
+  selection; the appendix shows it equal to the projection greedy in the noiseless limit): the rest by
+  largest residual variance. Also the IVM-style inducing-point choice of ``sparse_gp``.
+* :func:`cosine_subset` (``cosine``) — Eq. (1) as literally written: greedily add the row whose normalised
+  perturbed gradient vector has the smallest summed cosine similarity to the rows kept so far.
+
+Baselines:
 * :func:`random_subset` — RSSBO: the rest uniformly at random.
 * :func:`kmeanspp_subset` — k-means++ seeding in the RKHS (Oglic & Gärtner 2017): the rest drawn with
   probability proportional to the squared RKHS distance to the nearest kept row.
-* :func:`pivoted_cholesky_subset` — greedy pivoted Cholesky (greedy Nyström column selection; the GSSBO
-  appendix shows it equivalent to gradient diversity in the noiseless limit): the rest by largest
-  residual variance. Also the IVM-style inducing-point choice of ``sparse_gp``.
 * :func:`first_rows` — the first M rows (LR-First m).
+* :func:`quality_dpp_subset` — IPA (Moss, Ober & Picheny 2023): greedy MAP of a quality-weighted DPP, i.e.
+  pivoted Cholesky of diag(q) K diag(q): residual variance times q_i^2 (qualities from
+  :func:`expected_improvement`).
 """
 from __future__ import annotations
 
@@ -86,22 +96,50 @@ def row_normals(key, n: int, dtype):
     return jax.vmap(lambda i: jax.random.normal(jax.random.fold_in(key, i), (n,), dtype))(jnp.arange(n))
 
 
-def gradient_subset(key, G, valid, forced, M: int, sigma_d2):
-    """Eq. (1) greedily: minimise the summed pairwise cosine similarity of the kept normalised gradients.
+def perturbed_gradients(key, G, valid, sigma_d2):
+    """(n, n): each valid row's gradient vector plus N(0, sigma_d2 I) on its valid components (GSSBO §6.1,
+    sigma_d^2 = 0.01); masked rows and columns stay zero. The same draws for every rule (``row_normals``)."""
+    w = valid.astype(G.dtype)
+    return (G + jnp.sqrt(sigma_d2) * row_normals(key, G.shape[0], G.dtype) * w[None, :]) * w[:, None]
 
-    ``G`` (n, n): gradient vector of row i in row i. Each vector gets N(0, sigma_d2 I) noise on its valid
-    components, then is normalised. Starting from the forced rows, M - |kept| times: add the valid row whose
-    normalised vector has the smallest summed cosine similarity to the kept ones.
+
+def projection_subset(key, G, valid, forced, M: int, sigma_d2):
+    """The appendix's greedy gradient-direction diversity (``projection``):
+    i_{t+1} = argmax_{i not in U_t} ||(I - P_t) g~_i||, P_t the orthogonal projector on span{g~_j : j in U_t}.
+
+    ``G`` (n, n): gradient vector of row i in row i, perturbed by :func:`perturbed_gradients`. Starting from
+    the forced rows, keep the valid row of largest residual norm until M rows are kept. The squared residual
+    norms are the residual diagonal of a pivoted Cholesky of the Gram matrix G~ G~^T (Gram–Schmidt on the rows),
+    so this is :func:`pivoted_cholesky_subset` on that Gram matrix. Cost O(n^3) for the product, O(n M^2) after.
+
+    Behaviour to know: the appendix's equivalence with greedy Nyström columns equates argmax ||K^{-1} v_i||
+    with argmax ||v_i||, which needs K^{-1} to be a multiple of an isometry. With an ill-conditioned K (noiseless
+    objectives fit s2 at its 1e-6 bound) the g_i of clustered, near-duplicate samples have by far the largest
+    norms (|g| ~ 1e7 against sigma_d = 0.1) and directions that stay far from each other's span, so they are
+    kept and isolated samples are dropped (measured on 200 Hartmann6 samples, M = 100: median nearest-neighbour
+    distance 0.005 of the kept rows, against 0.060 for ``pivoted``); on Hartmann6 at N = 1000 its regret is
+    ~15x pivoted's (issue 16).
+    """
+    noisy = perturbed_gradients(key, G, valid, sigma_d2)
+    return pivoted_cholesky_subset(noisy @ noisy.T, valid, forced, M)
+
+
+def cosine_subset(key, G, valid, forced, M: int, sigma_d2):
+    """Eq. (1) greedily (``cosine``): minimise the summed pairwise cosine similarity of the kept normalised
+    gradients.
+
+    ``G`` (n, n): gradient vector of row i in row i, perturbed by :func:`perturbed_gradients`, then normalised.
+    Starting from the forced rows, M - |kept| times: add the valid row whose normalised vector has the smallest
+    summed cosine similarity to the kept ones.
 
     Behaviour to know: an isolated sample has psi_i close to e_i / k_ii, nearly orthogonal to every other
     vector (summed similarity ~ 0), whereas samples in clusters (e.g. around the incumbent) can have negative
     sums, so they are added first and isolated exploration samples are the first left out. The subset GP
     then forgets those regions and UCB may query them again (measured on Hartmann6: most of GSSBO's
-    high-regret queries after the switch land next to a dropped sample). ``selection = "pivoted"`` in
-    ``subset_bo`` keeps the isolated samples instead.
+    high-regret queries after the switch land next to a dropped sample). ``projection`` and ``pivoted``
+    keep the isolated samples instead.
     """
-    w = valid.astype(G.dtype)
-    noisy = (G + jnp.sqrt(sigma_d2) * row_normals(key, G.shape[0], G.dtype) * w[None, :]) * w[:, None]
+    noisy = perturbed_gradients(key, G, valid, sigma_d2)
     norms = jnp.linalg.norm(noisy, axis=1)
     Gn = noisy / jnp.where(norms > 0, norms, 1.0)[:, None]
     cos = Gn @ Gn.T  # (n, n) pairwise cosine similarities: one product, then each step reads one row
@@ -118,6 +156,21 @@ def gradient_subset(key, G, valid, forced, M: int, sigma_d2):
 
     chosen, _ = jax.lax.fori_loop(0, M, add, (chosen, score))
     return _as_subset(chosen, M)
+
+
+SELECTIONS = ("projection", "pivoted", "cosine")  # GSSBO's named rules (PROTOCOLS §9)
+
+
+def gssbo_subset(rule: str, key, h: hyper.GPHyper, X, y, valid, forced, M: int, sigma_d2):
+    """GSSBO's subset (Alg. 1 L12-14) by the rule named in :data:`SELECTIONS`, with hyperparameters ``h``:
+    X (n, d), y (n,) the buffer's rows and rewards, ``valid`` / ``forced`` (n,) bool."""
+    if rule == "pivoted":
+        return pivoted_cholesky_subset(hyper.MATERN.k(hyper.kernel_params(h), X, X), valid, forced, M)
+    if rule not in SELECTIONS:
+        raise ValueError(f"selection={rule!r} is not a GSSBO subset rule; choose one of {list(SELECTIONS)}")
+    G = gradient_vectors(h, X, y, valid)
+    select = projection_subset if rule == "projection" else cosine_subset
+    return select(key, G, valid, forced, M, sigma_d2)
 
 
 def kmeanspp_subset(key, K, valid, forced, M: int):
@@ -145,8 +198,9 @@ def kmeanspp_subset(key, K, valid, forced, M: int):
 
 
 def pivoted_cholesky_subset(K, valid, forced, M: int):
-    """Greedy pivoted Cholesky of K (n, n): the forced valid rows are the first pivots, then the valid row
-    of largest residual variance k_ii - sum_j L_ij^2, up to M pivots. Cost O(n M^2)."""
+    """Greedy pivoted Cholesky of a PSD matrix K (n, n) (``pivoted`` on the kernel matrix): the forced valid
+    rows are the first pivots, then the valid row of largest residual variance k_ii - sum_j L_ij^2 (the squared
+    norm of phi_i's residual after projecting out the kept rows' span in the RKHS), up to M pivots. Cost O(n M^2)."""
     n = K.shape[0]
     start = _start(valid, forced, M)
     L = jnp.zeros((n, M), K.dtype)
@@ -168,5 +222,24 @@ def pivoted_cholesky_subset(K, valid, forced, M: int):
     return _as_subset(chosen, M)
 
 
-__all__ = ["row_normals", "forced_rows", "first_rows", "top_priority", "random_subset", "gradient_vectors", "gradient_subset",
-           "kmeanspp_subset", "pivoted_cholesky_subset"]
+def expected_improvement(mean, var, best):
+    """EI of a maximisation at points with posterior mean and variance (q,) over the baseline ``best`` ():
+    (mu - best) Phi(z) + sigma phi(z), z = (mu - best) / sigma (Jones et al. 1998); (mu - best)^+ where
+    sigma = 0."""
+    sd = jnp.sqrt(jnp.maximum(var, 0.0))
+    diff = mean - best
+    z = diff / jnp.where(sd > 0, sd, 1.0)
+    ei = diff * jax.scipy.stats.norm.cdf(z) + sd * jax.scipy.stats.norm.pdf(z)
+    return jnp.where(sd > 0, jnp.maximum(ei, 0.0), jnp.maximum(diff, 0.0))
+
+
+def quality_dpp_subset(K, q, valid, M: int):
+    """IPA's inducing points (Moss, Ober & Picheny 2023): the greedy MAP of the DPP with L-ensemble
+    L = diag(q) K diag(q) over the valid rows, each step adding argmax_i det(L_{S+i}) / det(L_S) =
+    q_i^2 (k_ii - K_iS K_SS^{-1} K_Si) (Chen, Zhang & Zhou 2018: a pivoted Cholesky of L). q (n,) > 0."""
+    return pivoted_cholesky_subset(K * q[:, None] * q[None, :], valid, jnp.zeros_like(valid), M)
+
+
+__all__ = ["row_normals", "forced_rows", "first_rows", "top_priority", "random_subset", "gradient_vectors",
+           "perturbed_gradients", "projection_subset", "cosine_subset", "SELECTIONS", "gssbo_subset",
+           "expected_improvement", "quality_dpp_subset", "kmeanspp_subset", "pivoted_cholesky_subset"]

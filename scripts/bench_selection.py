@@ -5,7 +5,7 @@ Times, on one seed's buffer of n samples of Hartmann6 (d = 6, M = 102 as Z = 4 g
   identity (the textbook way) and as ``linalg.spd_inverse`` (blocked triangular inverse, then X X^T: what
   ``subset.gradient_vectors`` uses), with the largest relative difference between the two;
 - GSSBO's three named rules (PROTOCOLS §9): ``projection`` and ``cosine`` (gradient vectors + greedy selection;
-  the cosine rule's column keeps its former name ``gradient_rule_ms``) and ``pivoted`` (pivoted Cholesky on K).
+  ``cosine_rule_ms``) and ``pivoted`` (pivoted Cholesky on K).
 Each entry: the median of ``--repeats`` jitted calls after one warm-up call (compilation excluded).
 
     python scripts/bench_selection.py                      # n = 256, 512, 1008
@@ -58,7 +58,7 @@ def measure(n: int, repeats: int) -> dict:
            "cho_solve_inverse_ms": median_ms(solve, (L,), repeats),
            "product_inverse_ms": median_ms(product, (L,), repeats),
            "inverse_max_rel_diff": float(np.max(np.abs(new - ref)) / np.max(np.abs(ref))),
-           "gradient_rule_ms": median_ms(rule("cosine"), (jax.random.key(0),), repeats),
+           "cosine_rule_ms": median_ms(rule("cosine"), (jax.random.key(0),), repeats),
            "projection_rule_ms": median_ms(rule("projection"), (jax.random.key(0),), repeats),
            "pivoted_rule_ms": median_ms(rule("pivoted"), (jax.random.key(0),), repeats)}
     row["inverse_speedup"] = row["cho_solve_inverse_ms"] / row["product_inverse_ms"]
@@ -77,7 +77,7 @@ def main(argv=None) -> None:
         ap.error(f"--repeats: must be >= 1, got {args.repeats}")
     rows = [measure(n, args.repeats) for n in args.n]
     cols = ["n", "cho_solve_inverse_ms", "product_inverse_ms", "inverse_speedup", "inverse_max_rel_diff",
-            "gradient_rule_ms", "projection_rule_ms", "pivoted_rule_ms"]
+            "cosine_rule_ms", "projection_rule_ms", "pivoted_rule_ms"]
     print(" | ".join(cols))
     for r in rows:
         print(" | ".join(f"{r[c]:.3g}" if isinstance(r[c], float) else str(r[c]) for c in cols))

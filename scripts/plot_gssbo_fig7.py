@@ -1,6 +1,6 @@
 """GSSBO Fig. 7: the samples each subset keeps on Hartmann6, first two dimensions.
 
-Panels: all samples of Standard GP-UCB, then the subsets kept by GSSBO (gradient diversity), RSSBO (random)
+Panels: all samples of Standard GP-UCB, then the subsets kept by GSSBO (its default subset rule, selection=pivoted), RSSBO (random)
 and k-means++; colour = f(x) (darker = closer to the minimum), the global minimiser marked. Reads
 ``gssbo_fig7.npz`` of ``experiments/gssbo_fig7.py`` and writes ``gssbo_fig7.png`` and ``.pdf``::
 

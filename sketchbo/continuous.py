@@ -234,7 +234,7 @@ def _static(s: _Setup, cap: int) -> BOStatic:
     h = s.hyper
     acq = acquisition.AcqStatic(h["n_uniform"], h["n_local"], h["n_starts"], h["acq_steps"])
     return BOStatic(variant=s.algorithm, d=s.problem.d, T=s.T, cap=cap, n0=h["n0"], M=model_rows(s.algorithm, h, s.T),
-                    fit_steps=h["fit_steps"], acq=acq, selection=h.get("selection", "gradient"),
+                    fit_steps=h["fit_steps"], acq=acq, selection=h.get("selection", "pivoted"),
                     keep_best=h.get("keep_best", False))
 
 

@@ -142,7 +142,7 @@ def test_selection_benchmark_rows_and_bad_input(tmp_path):
     rep = json.loads(out.read_text())
     (row,) = rep["rows"]
     assert row["n"] == 130 and row["inverse_max_rel_diff"] < 1e-10
-    for key in ("cho_solve_inverse_ms", "product_inverse_ms", "gradient_rule_ms", "pivoted_rule_ms"):
+    for key in ("cho_solve_inverse_ms", "product_inverse_ms", "cosine_rule_ms", "projection_rule_ms", "pivoted_rule_ms"):
         assert np.isfinite(row[key]) and row[key] > 0
     assert "product_inverse_ms" in proc.stdout and rep["machine"]["device"].startswith("cpu")
     proc = run_script("bench_selection.py", "--n", 50, "--out", tmp_path / "x.json")

@@ -163,3 +163,11 @@ def test_float32_runs_and_stays_close_to_float64():
     assert r32.dtype == "float32" and np.all(np.isfinite(r32.cumulative_regret))
     # same problem, same keys: regret within 25% (trajectories may part after a near-tie)
     np.testing.assert_allclose(r32.cumulative_regret.mean(), r64.cumulative_regret.mean(), rtol=0.25)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_defaults_learn_on_the_default_problem(name):
+    """What `sketchbo-run algorithm=<name>` does on its default problem (gp_sample, the problem's suggested
+    lam and F, every other hyperparameter the registry's): R_T/R_unif <= 0.5 at T = 500 (issue 13's target)."""
+    res = run(name, make_problem("gp_sample"), T=500, n_seeds=2, progress=False)
+    assert res.regret_ratio.mean() <= 0.5, res.regret_ratio

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sketchbo.problems import PROBLEMS, Problem, datasets, make_problem, synthetic
+from sketchbo.problems import PROBLEMS, TABULAR_PROBLEMS, Problem, datasets, make_problem, synthetic
 from sketchbo.problems.datasets import (
     ABALONE_FILE,
     CADATA_FILE,
@@ -62,6 +62,7 @@ def test_abalone_problem():
     assert abs(p.f.mean()) < 1e-12 and abs(p.f.std() - 1.0) < 1e-12
     assert p.kernel == {"name": "rbf", "sigma2": 5.0}
     assert p.noise_std is None
+    assert p.suggested == {"lam": 0.2, "F": 20.0}  # the papers' protocol values (PROTOCOLS §9)
 
 
 @pytest.mark.real_data(ABALONE_FILE)
@@ -275,7 +276,8 @@ def test_linear_problem():
 
 def test_registry_and_errors():
     assert set(PROBLEMS) == {"gp_sample", "linear", "abalone", "cadata", "eggholder2", "hartmann6", "levy20",
-                             "powell50", "rastrigin100", "diabetes"}
+                             "powell50", "rastrigin100", "diabetes"} | set(TABULAR_PROBLEMS)
+    assert len(TABULAR_PROBLEMS) == 15  # NB201 x 3, FCNet x 4, HPOBench x 8 (tests/test_tabular.py)
     with pytest.raises(ValueError) as info:
         make_problem("branin")
     assert "problem='branin'" in str(info.value) and "gp_sample" in str(info.value)

@@ -158,4 +158,5 @@ def test_bbkb_learns_on_nb201_cifar10():
     """A short BBKB run through the runner (Gaussian feedback of the runner today) beats uniform play clearly."""
     p = make_problem("nb201_cifar10")
     res = runner.run("bbkb", p, T=300, n_seeds=2, progress=False, params=dict(p.suggested))
-    assert np.all(res.regret_ratio < 0.5), res.regret_ratio
+    assert np.all(res.regret_ratio < 0.6), res.regret_ratio
+    assert res.max_dict_size.max() < 150  # a real sparsification: fewer than half of the pulls

@@ -11,21 +11,11 @@ import pytest
 import sketchbo.runner as runner
 from sketchbo.algorithms import common, sparse_ucb
 from sketchbo.algorithms.common import UCBTable, bounded_argmax, table_argmax, table_set, ucb_table
-from sketchbo.problems import find_data_file, make_problem
+from sketchbo.problems import make_problem
 from sketchbo.runner import run
 
 
-def have_data(filename: str) -> bool:
-    """The dataset file is available here without a download."""
-    try:
-        find_data_file(filename, download=False)
-    except (OSError, ValueError):
-        return False
-    return True
-
-
-needs = {name: pytest.mark.skipif(not have_data(f), reason=f"{f} not available locally")
-         for name, f in (("abalone", "abalone.data"), ("cadata", "cal_housing.data"))}
+needs = {"abalone": pytest.mark.real_data("abalone.data"), "cadata": pytest.mark.real_data("cal_housing.data")}
 
 
 def reference_lazy_argmax(tab: UCBTable, fresh, refresh):

@@ -9,7 +9,8 @@ random draw is keyed by the step or round at which it happens, never by how many
 
 This module is the finite domain: a query is an arm index, its feedback ``y = f[q] + xi * noise_t``
 (PROTOCOLS §9) or, on a problem with recorded repetitions (``Problem.samples``: tabular benchmarks), the
-reward of one recorded repetition of arm q drawn uniformly (index floor(Phi(noise_t) n_q)), the capacities are the dictionary ``m_max`` and the list of unique pulled arms ``u_max``.
+reward of one recorded repetition of arm q drawn uniformly (index floor(Phi(noise_t) n_q)); the capacities
+are the dictionary ``m_max`` and the list of unique pulled arms ``u_max``.
 A round whose model wants more than a capacity holds reports it (``info["overflow"]``) and its seed stops;
 the host loop grows the capacity to 1.5 times the largest need and continues from the last completed chunk
 in the larger, padded buffers (one recompilation per growth step), never from round 0.
@@ -49,7 +50,6 @@ class Traces(NamedTuple):
     """Per-seed run buffers carried through the rounds."""
 
     query: jax.Array  # (T,) int32 arm pulled at each step (-1 before it happens)
-    reward: jax.Array  # (T,) feedback y of each step (0 before it happens)
     batch_index: jax.Array  # (T,) int32 round (batch) of each step
     dict_size: jax.Array  # (T,) int32 dictionary size used by each selection
     rounds: jax.Array  # () int32 rounds executed
@@ -173,13 +173,12 @@ def make_round(alg, T: int):
         t0 = state.t
         state, tr = select_batch(alg, keys.select, params, state, tr, record, lambda st, _: st.t < T)
         pos = jnp.arange(T)
-        in_batch = (pos >= t0) & (pos < state.t)
-        queries = jnp.where(in_batch, tr.query, -1)
+        queries = jnp.where((pos >= t0) & (pos < state.t), tr.query, -1)
         ys = feedback(queries, noise, f, xi, recorded)
         state, info = finish_batch(alg, keys.resparsify, params, state, queries, ys)
         wanted = jnp.stack([info["dict_wanted"], info["pulled_wanted"]]).astype(jnp.int32)
-        return state, tr._replace(reward=jnp.where(in_batch, ys, tr.reward), rounds=tr.rounds + 1,
-                                  overflow=tr.overflow | info["overflow"], wanted=jnp.maximum(tr.wanted, wanted))
+        return state, tr._replace(rounds=tr.rounds + 1, overflow=tr.overflow | info["overflow"],
+                                  wanted=jnp.maximum(tr.wanted, wanted))
 
     def active(carry):  # a seed whose model overflowed stops until the host loop has grown the capacity
         return (carry[0].t < T) & ~carry[1].overflow
@@ -201,8 +200,7 @@ def make_program(alg, T: int, seed_axis: str, rounds_per_call: int, n_devices: i
     def init_one(keys: SeedKeys, arms, params):
         state = alg.init(keys.init, ArmSet(arms), params)
         noise = jax.random.normal(keys.noise, (T,), dtype=arms.dtype)
-        tr = Traces(query=-jnp.ones((T,), jnp.int32), reward=jnp.zeros((T,), arms.dtype),
-                    batch_index=jnp.zeros((T,), jnp.int32),
+        tr = Traces(query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
                     dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32),
                     overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32),
                     loop_iterations=jnp.zeros((T,), jnp.int32))
@@ -393,18 +391,29 @@ def run_grid(algorithm: str, problem: Problem, *, T: int, grid: dict | None = No
                         Progress(progress, domain.label, s.T), checkpointing)
     caps = driven.capacities
     n = len(s.seeds)
-    return [(pt, _collect(s, jax.tree.map(lambda x: x[g * n:(g + 1) * n], driven.carry), driven, wall0,
-                          {**h, "m_max_final": caps["m_max"], "u_max_final": caps["u_max"], "xi": xi}))
+    return [(pt, _collect(s, jax.tree.map(lambda x: x[g * n:(g + 1) * n], (driven.carry, driven.noise)), xi,
+                          driven, wall0, {**h, "m_max_final": caps["m_max"], "u_max_final": caps["u_max"], "xi": xi}))
             for g, (pt, h, xi) in enumerate(zip(s.points, s.hypers, s.xis))]
 
 
-def _collect(s: _Setup, carry, driven, wall0, hyper) -> RunResult:
-    """The RunResult of one grid point's seeds (``carry`` sliced to them)."""
-    _, tr = carry
+def _rewards(problem: Problem, query, noise, xi) -> np.ndarray:
+    """:func:`feedback` in float64 numpy on the host (Phi(x) = erfc(-x / sqrt 2) / 2)."""
+    q = np.maximum(query, 0)
+    if problem.samples is None:
+        return np.asarray(problem.f)[q] + xi * noise
+    u = 0.5 * np.vectorize(math.erfc)(-noise / math.sqrt(2.0))
+    n = problem.n_samples[q]
+    return problem.samples[q, np.minimum(np.floor(u * n).astype(np.int64), n - 1)]
+
+
+def _collect(s: _Setup, part, xi, driven, wall0, hyper) -> RunResult:
+    """The RunResult of one grid point's seeds (``part`` = (carry, noise) sliced to them). The rewards are
+    recomputed here from the queries and the noise, in float64 (:func:`feedback`'s rule)."""
+    (_, tr), noise = part
     query = np.asarray(tr.query)
     f = np.asarray(s.problem.f)
     f_star = float(f.max())
-    traces = {"query": query, "reward": np.asarray(tr.reward, dtype=np.float64),
+    traces = {"query": query, "reward": _rewards(s.problem, query, np.asarray(noise, np.float64), xi),
               "instant_regret": f_star - f[query], "batch_index": np.asarray(tr.batch_index),
               "dict_size": np.asarray(tr.dict_size), "loop_iterations": np.asarray(tr.loop_iterations)}
     return result(s.algorithm, s.problem.name, s.T, s.seeds, traces, np.asarray(tr.rounds), f_star - float(f.mean()),

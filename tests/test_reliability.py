@@ -42,9 +42,9 @@ def final_state(monkeypatch):
     captured = {}
     collect = runner._collect
 
-    def capture(setup, carry, *rest):
-        captured["state"] = carry[0]  # carry = (state, traces) of the run's seeds
-        return collect(setup, carry, *rest)
+    def capture(setup, part, *rest):
+        captured["state"] = part[0][0]  # part = ((state, traces), noise) of the run's seeds
+        return collect(setup, part, *rest)
 
     monkeypatch.setattr(runner, "_collect", capture)
     return captured

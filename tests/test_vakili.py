@@ -169,8 +169,7 @@ def _sbpe_trials(n_trials, A=60, T=60, lam=0.01, C_k=3.0, seed=4):
         k_f, k_run = jax.random.split(key)
         f, _ = coverage.rkhs_function(k_f, arms, kp, 6, C_k)
         keys = SeedKeys(*jax.random.split(k_run, 4))
-        tr = runner.Traces(query=-jnp.ones((T,), jnp.int32), reward=jnp.zeros((T,), arms.dtype),
-                           batch_index=jnp.zeros((T,), jnp.int32),
+        tr = runner.Traces(query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
                            dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32),
                            overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32),
                            loop_iterations=jnp.zeros((T,), jnp.int32))

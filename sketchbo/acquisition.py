@@ -86,3 +86,16 @@ def maximize(key, acq: Callable, incumbents, inc_mask, static: AcqStatic, lr=0.0
 
 
 __all__ = ["AcqStatic", "candidates", "refine", "maximize"]
+
+
+def maximize_ucb(key, predict: Callable, beta, x, y, valid, n_incumbents: int, static: AcqStatic, lr, local_scale):
+    """GP-UCB's next point (PROTOCOLS §9): the argmax of mu + sqrt(beta) sigma from ``predict(xq) -> (mean,
+    var)``, the candidates perturbing the ``n_incumbents`` best valid samples (``x`` (n, d), ``y`` (n,))."""
+
+    def ucb(xq):
+        mean, var = predict(xq)
+        return mean + jnp.sqrt(beta) * jnp.sqrt(var + 1e-30)
+
+    inc_v, inc_i = jax.lax.top_k(jnp.where(valid, y, -jnp.inf), n_incumbents)
+    return maximize(key, ucb, x[inc_i], jnp.isfinite(inc_v), static, lr, local_scale)
+

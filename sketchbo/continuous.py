@@ -277,7 +277,7 @@ def _domain(s: _Setup, args) -> host.Domain:
         return padded_into(carry, jax.tree.map(jnp.zeros_like, template))
 
     return host.Domain(label=f"{s.algorithm}/{p.name}", T=s.T, program=program, grow=grow,
-                       next_capacities=next_caps, check=lambda carry: check_feedback(p, carry, s.seeds))
+                       next_capacities=next_caps, check=lambda carry: check_feedback(p, carry, s.seeds), waits=True)
 
 
 def _identity(s: _Setup) -> dict:

@@ -6,12 +6,11 @@ The digest is over the discrete traces (queries, batch indices, dictionary sizes
 last bits of the floating-point arithmetic. S-BPE is run with the width and resampling that were its only
 ones then (``beta: paper``, ``resample: paper``; its defaults changed since, issue 13).
 """
-import hashlib
-
 import numpy as np
 import pytest
 
 from sketchbo.algorithms import ALGORITHMS
+from sketchbo.engine import checkpoint
 from sketchbo.problems import make_problem
 from sketchbo.runner import run
 
@@ -27,12 +26,7 @@ THEN = {"sbpe": {"beta": "paper", "resample": "paper", "m_max": 39, "u_max": 41}
 
 
 def digest(*arrays) -> str:
-    h = hashlib.sha256()
-    for a in arrays:
-        a = np.ascontiguousarray(a)
-        h.update(f"{a.dtype.str}{a.shape}".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()[:16]
+    return checkpoint.digest(*arrays)[:16]
 
 
 def test_every_finite_algorithm_has_a_reference():

@@ -261,13 +261,8 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
         t_next = (state.t + 1).astype(y.dtype)
         beta = params.beta_c * d * jnp.log(2.0 * t_next)  # PROTOCOLS §9
 
-        def ucb(xq):
-            mean, var = predict(xq)
-            return mean + jnp.sqrt(beta) * jnp.sqrt(var + 1e-30)
-
-        inc_v, inc_i = jax.lax.top_k(jnp.where(valid, y, -jnp.inf), static.n_incumbents)
-        x, val, acq_info = acquisition.maximize(k_acq, ucb, data.x[inc_i], jnp.isfinite(inc_v), static.acq,
-                                                params.lr_acq, params.local_scale)
+        x, val, acq_info = acquisition.maximize_ucb(k_acq, predict, beta, data.x, y, valid, static.n_incumbents,
+                                                    static.acq, params.lr_acq, params.local_scale)
         repeats = jnp.ones((), jnp.int32)
         if merge:  # mini-META: repeat x_h while 1 + n s~^2(x_h) <= C (sum rule; s~^2 = sigma^2 / s2)
             _, var_x = predict(x[None, :])

@@ -173,13 +173,8 @@ def make_vecchia_bo(static: BOStatic) -> Algorithm:
         predict = vecchia_predict(h, data.x, y, valid, m)
         beta = params.beta_c * d * jnp.log(2.0 * (state.t + 1).astype(y.dtype))  # PROTOCOLS §9
 
-        def ucb(xq):
-            mean, var = predict(xq)
-            return mean + jnp.sqrt(beta) * jnp.sqrt(var + 1e-30)
-
-        inc_v, inc_i = jax.lax.top_k(jnp.where(valid, y, -jnp.inf), static.n_incumbents)
-        x, val, acq_info = acquisition.maximize(key, ucb, data.x[inc_i], jnp.isfinite(inc_v), static.acq,
-                                                params.lr_acq, params.local_scale)
+        x, val, acq_info = acquisition.maximize_ucb(key, predict, beta, data.x, y, valid, static.n_incumbents,
+                                                    static.acq, params.lr_acq, params.local_scale)
         new = state._replace(hyper=h, beta=beta, next_x=x, batch_open=jnp.asarray(True))
         info = {"dict_size": jnp.minimum(data.n, m).astype(jnp.int32), "lml": fit_info["lml"], "beta": beta,
                 "ucb": val, "noise": jnp.exp(h.log_noise), **acq_info}

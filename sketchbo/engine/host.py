@@ -2,11 +2,12 @@
 checkpoints and capacity growth, the same for finite arm sets and continuous boxes.
 
 The loop calls the compiled chunk until every seed has reached T. After each chunk it asks the domain
-whether a capacity must grow (a seed stopped because its next round would not fit, or a round that
-wanted more than a buffer holds); if so it compiles the program at the larger capacities and **continues
-from the last completed chunk** (the carry before this chunk: chunks do not donate it), padded into the
-larger buffers (:func:`sketchbo.engine.program.padded_into`), never from round 0. At most one chunk is
-computed twice per growth step. Every few rounds (``checkpoint_every``) the carry is written atomically, with the capacities
+whether a capacity must grow; if so it compiles the program at the larger capacities and **continues
+from the last completed chunk**, padded into the larger buffers (:func:`sketchbo.engine.program.padded_into`),
+never from round 0. Which chunk that is depends on how the domain's rounds meet a full buffer: a seed whose
+next round would not fit waits (boxes: ``Domain.waits``), so the chunk just done is complete; a round that
+wanted more than a buffer holds is known only after it ran (finite arms), so the chunk before it is the last
+complete one (chunks do not donate their carry) and at most one chunk is computed twice per growth step. Every few rounds (``checkpoint_every``) the carry is written atomically, with the capacities
 it was made at; a run of the same identity resumes there.
 """
 from __future__ import annotations
@@ -32,6 +33,9 @@ class Domain(NamedTuple):
     grow: Callable  # (carry, template carry of the larger program) -> the carry in the larger buffers
     next_capacities: Callable  # (carry, capacities) -> (larger capacities, [event messages]) or (None, [])
     check: Callable = lambda carry: None  # raises on a chunk whose feedback is unusable (stops the run)
+    # True: a seed whose next round would not fit waits (its carry stays valid), so growth goes on from the
+    # chunk just done; False: a round that overflowed is only known after it ran, so from the chunk before
+    waits: bool = False
 
 
 class Checkpointing(NamedTuple):
@@ -92,11 +96,12 @@ def drive(domain: Domain, capacities: dict, init_args, chunk_args, progress: Pro
             for message in messages:
                 print(f"[{domain.label}] {message}", file=sys.stderr, flush=True)
             events += messages
-            del round_times[len(round_times) - (rounds - before):]  # this chunk is computed again
+            if not domain.waits:
+                del round_times[len(round_times) - (rounds - before):]  # this chunk is computed again
             init_c, chunk_c, cs = domain.program(larger)
             template = init_c(*init_args)[0]
             carry = jax.tree.map(lambda a, ref: jax.device_put(a, ref.sharding),
-                                 domain.grow(last, template), template)
+                                 domain.grow(carry if domain.waits else last, template), template)
             compile_s, capacities = compile_s + cs, larger
             continue
         if checkpointing is not None and rounds - last_write >= checkpointing.every:

@@ -50,8 +50,8 @@ from sketchbo.kernels import get_kernel
 
 MATERN = get_kernel("matern52")
 
-# name -> (subset selection, engine, repeat points): every continuous algorithm's entry, read by ``grow`` and the
-# runner; ``rembo``, ``hesbo`` (``embeddings.py``) and ``vecchia_bo`` (``vecchia_bo.py``) have their own factories
+# name -> (subset selection, engine, repeat points): every continuous algorithm's entry, read by the factory and
+# the runner; ``rembo``, ``hesbo`` (``embeddings.py``) and ``vecchia_bo`` (``vecchia_bo.py``) have their own factories
 VARIANTS = {
     "std_gp_ucb": ("all", "exact", False),
     "gssbo": ("named", "exact", False),  # the rule named by BOStatic.selection
@@ -155,24 +155,6 @@ def append_batch(data: Data, xs, ys, valid, merge: bool, n0: int) -> Data:
         x=data.x.at[row].set(xs, mode="drop"), ysum=data.ysum.at[row].add(ys, mode="drop"),
         count=data.count.at[row].add(valid.astype(ys.dtype), mode="drop"),
         n=(data.n + jnp.sum(new_row)).astype(jnp.int32))
-
-
-def grow(state: BOState, static: BOStatic, cap: int) -> BOState:
-    """The same state in a data buffer of capacity ``cap`` >= static.cap (zero padding; works on stacked
-    seeds: the row axis is the second-to-last of ``x`` and the last of the others)."""
-    extra = cap - static.cap
-
-    def pad(a, axis):
-        widths = [(0, 0)] * a.ndim
-        widths[axis] = (0, extra)
-        return jnp.pad(a, widths)
-
-    data = state.data._replace(x=pad(state.data.x, -2), ysum=pad(state.data.ysum, -1),
-                               count=pad(state.data.count, -1))
-    new = state._replace(data=data)
-    if VARIANTS[static.variant][0] == "all":  # the model uses every row: its capacity grows too
-        new = new._replace(sub_idx=pad(state.sub_idx, -1), sub_mask=pad(state.sub_mask, -1))
-    return new
 
 
 def model_size(static: BOStatic) -> int:
@@ -325,6 +307,6 @@ def _nystrom_predict(h: hyper.GPHyper, data: Data, idx, mask, valid, y):
     return predict, lam
 
 
-__all__ = ["VARIANTS", "BOStatic", "BOParams", "BOState", "Data", "dynamic_buffer_size", "append_batch", "grow",
+__all__ = ["VARIANTS", "BOStatic", "BOParams", "BOState", "Data", "dynamic_buffer_size", "append_batch",
            "model_size", "gssbo_rule", "ipa_quality", "ipa_rows",
            "make_subset_bo"]

@@ -322,7 +322,8 @@ def grid_points(algorithm: str, grid: dict | None) -> list[dict]:
         if key not in GRID_KEYS or key not in defaults:
             allowed = [k for k in GRID_KEYS if k in defaults]
             raise ValueError(f"grid.{key} is not a grid axis of {algorithm!r}; allowed: {allowed}")
-        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or len(values) == 0:
+        if (isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or len(values) == 0
+                or any(v is None for v in values)):
             raise ValueError(f"grid.{key}={values!r} is invalid; it must be a non-empty list of numbers")
     return [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
 

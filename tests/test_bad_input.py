@@ -106,7 +106,8 @@ FLOAT_RANGES = {  # the documented ranges of the float hyperparameters
 def bad_float(key: str):
     ok = FLOAT_RANGES[key]
     values = st.one_of(NUMBERS, JSONISH, st.none())
-    return values.filter(lambda v: not accepted_as_float(v, ok) and not (key == "delta" and v is None))
+    # None is valid for delta (1/T), lam and F (the problem's suggested value): it is no bad value for them
+    return values.filter(lambda v: not accepted_as_float(v, ok) and not (key in ("delta", "lam", "F") and v is None))
 
 
 def bad_choice(key: str):

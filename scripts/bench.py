@@ -429,12 +429,12 @@ def step_cost(problem: Problem, m: int, n_steps: int, repeats: int) -> dict:
     def steps(s):
         def body(i, c):
             _, s, inf = alg.select(jax.random.fold_in(jax.random.key(2), i), c[0], params)
-            return s, c[1] + inf["n_refresh"]
+            return s, c[1] + inf.n_refresh
         return jax.lax.fori_loop(0, n_steps, body, (s, jnp.zeros((), jnp.int32)))
 
     t_res = median_time(lambda: resparsify(jax.random.key(1), state, params)[0].Vinv, repeats)
     t_step = median_time(lambda: steps(s2)[0].Vinv, repeats) / n_steps
-    return {"A": A, "m": m, "dict_size": int(info["dict_size"]), "overflow": bool(info["overflow"]),
+    return {"A": A, "m": m, "dict_size": int(info.dict_size), "overflow": bool(info.overflow),
             "resparsify_ms": 1e3 * t_res, "step_us": 1e6 * t_step,
             "refresh_per_step": int(steps(s2)[1]) / n_steps}
 

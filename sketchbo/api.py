@@ -52,8 +52,9 @@ import numpy as np
 
 from sketchbo import tracking
 from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS, ArmSet, Params, Static, build
+from sketchbo.algorithms.common import arm_feedback
 from sketchbo.engine.program import padded_into, seed_keys
-from sketchbo.engine.rounds import finish_batch, select_batch
+from sketchbo.engine.rounds import capacity_request, finish_batch, select_batch
 from sketchbo.engine.validate import check_int, invalid_value
 from sketchbo.kernels import kernel_params, median_sigma2
 from sketchbo.problems.base import Problem, check_problem
@@ -214,8 +215,8 @@ def _programs(algorithm: str, static: Static) -> _Programs:
         return select_batch(alg, key, params, state, empty, record, lambda st, acc: acc[1] < T)
 
     def tell(state, queries, ys, key, params):
-        state, info = finish_batch(alg, key, params, state, queries, ys)
-        return state, {k: info[k] for k in ("overflow", "dict_wanted", "pulled_wanted")}
+        state, info = finish_batch(alg, key, params, state, arm_feedback(queries, ys))
+        return state, capacity_request(info)
 
     return _Programs(jax.jit(init), jax.jit(ask), jax.jit(tell))
 
@@ -321,11 +322,11 @@ class Optimizer:
         y_pad = jnp.asarray(_padded(t0, ys_asked, T, 0.0, np.float64), self._params.lam.dtype)
         cfg, prog, before = self._cfg, self._prog, self._pending.state
         while True:
-            state, info = prog.tell(before, q_pad, y_pad, self._keys.resparsify, self._params)
-            if not bool(info["overflow"]):
+            state, (overflow, wanted) = prog.tell(before, q_pad, y_pad, self._keys.resparsify, self._params)
+            if not bool(overflow):
                 break
             # the new model wants more than a capacity holds: grow, and tell again from the padded state
-            cfg, prog, (before,) = self._grown(cfg, (int(info["dict_wanted"]), int(info["pulled_wanted"])), before)
+            cfg, prog, (before,) = self._grown(cfg, tuple(int(w) for w in wanted), before)
         history = [*self._history, (idx, ys_asked)]
         self._state, self._cfg, self._prog, self._history, self._pending = state, cfg, prog, history, None
 

@@ -27,7 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from sketchbo import acquisition
-from sketchbo.algorithms import BO_ALGORITHMS, BOParams, BOStatic, build_bo
+from sketchbo.algorithms import BO_ALGORITHMS, BOParams, BoxSet, BOStatic, Feedback, build_bo
+from sketchbo.algorithms.common import present
 from sketchbo.algorithms.subset_bo import VARIANTS, dynamic_buffer_size
 from sketchbo.engine import checkpoint as ckpt
 from sketchbo.engine import host
@@ -40,7 +41,7 @@ from sketchbo.engine.rounds import finish_batch, select_batch
 from sketchbo.engine.validate import (
     check_checkpoint, check_float, check_int, check_run_args, invalid_value, with_defaults,
 )
-from sketchbo.problems.continuous import ContinuousProblem, estimate_uniform_mean, value
+from sketchbo.problems.continuous import ContinuousProblem, batch_values, estimate_uniform_mean, value
 
 
 class BOTraces(NamedTuple):
@@ -131,7 +132,7 @@ def objective_fingerprint(problem: ContinuousProblem) -> list[float]:
     """f at FINGERPRINT_POINTS fixed interior points of [0, 1]^d (float64): two problems with the same
     name but another objective (a custom one, other data) do not share checkpoints."""
     u = (np.arange(1, FINGERPRINT_POINTS + 1)[:, None] * (0.5 + np.arange(problem.d)) / (problem.d + 1)) % 1.0
-    return [float(v) for v in jax.jit(jax.vmap(lambda x: value(problem, x)))(jnp.asarray(u, jnp.float64))]
+    return [float(v) for v in batch_values(problem, jnp.asarray(u, jnp.float64))]
 
 
 
@@ -169,7 +170,7 @@ def make_round(alg, problem: ContinuousProblem, static: BOStatic):
         tr = tr._replace(
             x=tr.x.at[t].set(x), reward=tr.reward.at[t].set(-fx + xi * noise[t]),
             regret=tr.regret.at[t].set(fx - problem.f_min), batch_index=tr.batch_index.at[t].set(tr.rounds),
-            dict_size=tr.dict_size.at[t].set(info["dict_size"]))
+            dict_size=tr.dict_size.at[t].set(present(info.dict_size, 0)))
         return tr, noise, xi
 
     def round_(carry, keys: SeedKeys, noise, params, xi):
@@ -179,7 +180,7 @@ def make_round(alg, problem: ContinuousProblem, static: BOStatic):
                                          lambda st, _: st.t < T)
         pos = jnp.arange(T)
         valid = (pos >= t0) & (pos < state.t) & jnp.isfinite(tr.reward)  # a NaN/inf of f never reaches the GP
-        state, _ = finish_batch(alg, keys.resparsify, params, state, tr.x, tr.reward, valid)
+        state, _ = finish_batch(alg, keys.resparsify, params, state, Feedback(tr.x, tr.reward, valid))
         rows = jnp.where(valid, n_before + jnp.cumsum(valid) - 1, tr.row)
         if merged:
             rows = jnp.where(valid & (pos >= n0), n_before, rows)
@@ -200,8 +201,8 @@ def make_program(alg, problem: ContinuousProblem, static: BOStatic, seed_axis: s
     chunk_one = chunk_of_rounds(round_, active, rounds_per_call)
 
     def init_one(keys: SeedKeys, params, xi):
-        state = alg.init(keys.init, None, params)
         dt = params.beta_c.dtype
+        state = alg.init(keys.init, BoxSet(jnp.zeros((static.d,), dt), jnp.ones((static.d,), dt)), params)
         noise = jax.random.normal(keys.noise, (T,), dtype=dt)
         tr = BOTraces(x=jnp.zeros((T, static.d), dt), reward=jnp.zeros((T,), dt), regret=jnp.zeros((T,), dt),
                       row=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),

@@ -11,7 +11,7 @@ This module is the finite domain: a query is an arm index, its feedback ``y = f[
 (PROTOCOLS §9) or, on a problem with recorded repetitions (``Problem.samples``: tabular benchmarks), the
 reward of one recorded repetition of arm q drawn uniformly (index floor(Phi(noise_t) n_q)); the capacities
 are the dictionary ``m_max`` and the list of unique pulled arms ``u_max``.
-A round whose model wants more than a capacity holds reports it (``info["overflow"]``) and its seed stops;
+A round whose model wants more than a capacity holds reports it (``RoundInfo.overflow``) and its seed stops;
 the host loop grows the capacity to 1.5 times the largest need and continues from the last completed chunk
 in the larger, padded buffers (one recompilation per growth step), never from round 0.
 
@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build, rule_name
+from sketchbo.algorithms.common import arm_feedback, present
 from sketchbo.engine import checkpoint as ckpt
 from sketchbo.engine import host
 from sketchbo.engine.program import (
@@ -37,7 +38,7 @@ from sketchbo.engine.program import (
     seed_keys, stacked_keys,
 )
 from sketchbo.engine.progress import Progress
-from sketchbo.engine.rounds import finish_batch, select_batch
+from sketchbo.engine.rounds import capacity_request, finish_batch, select_batch
 from sketchbo.engine.result import RunResult, result
 from sketchbo.engine.validate import (
     check_checkpoint, check_devices, check_float, check_int, check_run_args, invalid_value, with_defaults,
@@ -165,8 +166,8 @@ def make_round(alg, T: int):
 
     def record(tr, t, q, info):
         return tr._replace(query=tr.query.at[t].set(q), batch_index=tr.batch_index.at[t].set(tr.rounds),
-                           dict_size=tr.dict_size.at[t].set(info["dict_size"]),
-                           loop_iterations=tr.loop_iterations.at[t].set(info.get("loop_iterations", 0)))
+                           dict_size=tr.dict_size.at[t].set(present(info.dict_size, 0)),
+                           loop_iterations=tr.loop_iterations.at[t].set(present(info.loop_iterations, 0)))
 
     def round_(carry, keys: SeedKeys, noise, params, f, xi, recorded):
         state, tr = carry
@@ -175,9 +176,9 @@ def make_round(alg, T: int):
         pos = jnp.arange(T)
         queries = jnp.where((pos >= t0) & (pos < state.t), tr.query, -1)
         ys = feedback(queries, noise, f, xi, recorded)
-        state, info = finish_batch(alg, keys.resparsify, params, state, queries, ys)
-        wanted = jnp.stack([info["dict_wanted"], info["pulled_wanted"]]).astype(jnp.int32)
-        return state, tr._replace(rounds=tr.rounds + 1, overflow=tr.overflow | info["overflow"],
+        state, info = finish_batch(alg, keys.resparsify, params, state, arm_feedback(queries, ys))
+        overflow, wanted = capacity_request(info)
+        return state, tr._replace(rounds=tr.rounds + 1, overflow=tr.overflow | overflow,
                                   wanted=jnp.maximum(tr.wanted, wanted))
 
     def active(carry):  # a seed whose model overflowed stops until the host loop has grown the capacity

@@ -1,6 +1,7 @@
-"""Interruption: checkpoints of the runner's carry, resumed bit for bit (in-process for every algorithm,
-with capacity growth, and with real SIGKILLed `python -m sketchbo` processes, single runs and multiruns);
-the continuous runner's checkpoints and determinism (every GSSBO-family algorithm)."""
+"""Interruption: checkpoints of the runner's carry, resumed bit for bit with capacity growth, with real
+SIGKILLed `python -m sketchbo` processes (single runs and multiruns), and checkpoints of other runs ignored.
+Every registered algorithm's stop-and-resume is in the conformance suite (test_conformance.py), which uses
+this file's helpers and reference configurations."""
 from __future__ import annotations
 
 import json
@@ -82,27 +83,6 @@ def resumed_at(stderr: str) -> int:
 
 
 # ------------------------------------------------------------------------------------ in-process
-
-@pytest.mark.parametrize("name", sorted(ALGORITHMS))
-def test_interrupted_run_resumes_to_the_uninterrupted_trace(name, tmp_path, monkeypatch, capfd):
-    """Every registry algorithm: stop after a checkpoint half-way, resume, compare bit for bit; a second
-    uninterrupted run of the same config and seeds is bit-identical too (determinism)."""
-    kw = kwargs(name)
-    ref = run(name, SMALL, **kw)
-    assert_same_run(run(name, SMALL, **kw), ref)
-    calls = int(ref.n_batches.max())  # one round per call
-    assert calls >= 2
-    path = tmp_path / "ck.npz"
-    # writes after every call but the last: stop half-way
-    stop_after_write(monkeypatch, max(1, (calls - 1) // 2),
-                     lambda: run(name, SMALL, checkpoint=path, checkpoint_every=1, **kw))
-    assert path.is_file() and not list(tmp_path.glob(".*.tmp"))
-    capfd.readouterr()
-    resumed = run(name, SMALL, checkpoint=path, checkpoint_every=1, **kw)
-    t = resumed_at(capfd.readouterr().err)
-    assert 0 < t < 40
-    assert_same_run(resumed, ref)
-
 
 def test_checkpoint_of_another_run_is_ignored_with_the_difference_named(tmp_path, monkeypatch, capfd):
     path = tmp_path / "ck.npz"
@@ -303,38 +283,6 @@ def assert_same_bo_run(a, b):
 BO_ALWAYS = ("gssbo", "sparse_gp", "std_gp_ucb")  # one per engine (subset, Nyström, all rows); the rest: -m slow
 
 
-@pytest.mark.parametrize("name", [n if n in BO_ALWAYS else pytest.param(n, marks=pytest.mark.slow)
-                                  for n in sorted(BO_ALGORITHMS)])
-def test_continuous_runs_are_deterministic_and_resume_bit_for_bit(name, tmp_path, monkeypatch, capfd):
-    """Every continuous-domain algorithm: a second run, each seed run alone, and a run stopped after a
-    checkpoint and resumed all give the reference run's traces bit for bit (float64, CPU, seeds by map)."""
-    ref = continuous.run(name, HARTMANN, n_seeds=2, seed=3, **bo_kwargs(name))
-    assert ref.capacity_events == ["sample buffer capacity 12 -> 24"]
-    assert_same_bo_run(continuous.run(name, HARTMANN, n_seeds=2, seed=3, **bo_kwargs(name)), ref)
-    alone = [continuous.run(name, HARTMANN, n_seeds=1, seed=3 + i, **bo_kwargs(name)) for i in range(2)]
-    for key in (*TRACE_KEYS, "x"):
-        np.testing.assert_array_equal(np.concatenate([r.traces[key] for r in alone]), ref.traces[key], err_msg=key)
-    saves = []
-    with monkeypatch.context() as m:
-        interrupt_after(m, 10 ** 6, record=saves)  # the capacity of every write; never stops
-        path = tmp_path / "all.npz"
-        assert_same_bo_run(continuous.run(name, HARTMANN, n_seeds=2, seed=3, checkpoint=path, checkpoint_every=1,
-                                          **bo_kwargs(name)), ref)
-    assert saves[0] == (12,) and saves[-1] == (24,)  # writes before and after the growth step
-    first_after = saves.index((24,)) + 1
-    for n in (first_after - 1, first_after):  # stop at the last write before the growth, the first after it
-        path = tmp_path / f"ck{n}.npz"
-        stop_after_write(monkeypatch, n, lambda: continuous.run(name, HARTMANN, n_seeds=2, seed=3, checkpoint=path,
-                                                                checkpoint_every=1, **bo_kwargs(name)))
-        assert path.is_file() and not list(tmp_path.glob(".*.tmp"))
-        capfd.readouterr()
-        resumed = continuous.run(name, HARTMANN, n_seeds=2, seed=3, checkpoint=path, checkpoint_every=1,
-                                 **bo_kwargs(name))
-        err = capfd.readouterr().err
-        assert 0 < resumed_at(err) < 24 and f"cap={saves[n - 1][0]})" in err
-        assert_same_bo_run(resumed, ref)
-
-
 def test_continuous_checkpoint_of_another_run_is_ignored(tmp_path, monkeypatch, capfd):
     path = tmp_path / "ck.npz"
     kw = bo_kwargs("rssbo")
@@ -355,18 +303,6 @@ def test_continuous_checkpoint_of_another_run_is_ignored(tmp_path, monkeypatch, 
     assert "differs in problem.fingerprint" in err and "resuming" not in err
     with pytest.raises(ValueError, match="checkpoint_every"):
         continuous.run("rssbo", HARTMANN, n_seeds=2, checkpoint=path, **kw)
-
-
-@pytest.mark.parametrize("name", ["gssbo", pytest.param("sparse_gp", marks=pytest.mark.slow),
-                                  pytest.param("std_gp_ucb", marks=pytest.mark.slow)])
-def test_continuous_vmap_matches_map_to_float_tolerance(name):
-    """vmap over seeds is not bit-identical to map here (XLA:CPU emits batched reductions in another
-    order: 1 ulp per sum, README "Determinism"); the trajectories agree to 1e-5 over this run."""
-    kw = bo_kwargs(name)
-    a = continuous.run(name, HARTMANN, n_seeds=2, seed=3, **kw)
-    b = continuous.run(name, HARTMANN, n_seeds=2, seed=3, **{**kw, "seed_axis": "vmap"})
-    np.testing.assert_allclose(b.traces["x"], a.traces["x"], atol=1e-5)
-    np.testing.assert_array_equal(b.traces["batch_index"], a.traces["batch_index"])
 
 
 def test_temporaries_of_a_killed_write_are_removed_when_the_results_are_written(tmp_path):

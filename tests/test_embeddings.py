@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sketchbo import acquisition, continuous
-from sketchbo.algorithms import BO_ALGORITHMS, BOParams, BOStatic, build_bo
+from sketchbo.algorithms import BO_ALGORITHMS, BOParams, BOStatic, Feedback, build_bo
 from sketchbo.algorithms.embeddings import draw_embedding, low_box_halfwidth, to_box
 from sketchbo.problems import make_problem
 
@@ -69,14 +69,14 @@ def test_select_update_fit_the_low_gp_on_the_low_points(name):
         state.low[:n0])), rtol=1e-12)
     ys = -np.sum((xs - 0.5) ** 2, axis=1)
     pad = np.zeros(T - n0)
-    state, _ = jax.jit(alg.update)(state, f(np.vstack([xs, np.zeros((T - n0, D))])), f(np.concatenate([ys, pad])),
-                                   jnp.arange(T) < n0, params)
+    fb = Feedback(f(np.vstack([xs, np.zeros((T - n0, D))])), f(np.concatenate([ys, pad])), jnp.arange(T) < n0)
+    state, _ = jax.jit(alg.update)(state, fb, params)
     assert int(state.data.n) == n0
     np.testing.assert_array_equal(state.data.x[:n0], state.low[:n0])
     state, info = jax.jit(alg.resparsify)(jax.random.key(2), state, params)
     nx = np.asarray(state.next_x)
     assert nx.shape == (d,) and np.all(np.isfinite(nx)) and np.all((nx >= 0) & (nx <= 1))
-    assert np.isfinite(float(info["ucb"])) and int(info["dict_size"]) == n0
+    assert np.isfinite(float(info.ucb)) and int(info.dict_size) == n0
 
 
 @pytest.mark.parametrize("name", ["rembo", "hesbo"])

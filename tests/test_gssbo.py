@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sketchbo import acquisition, continuous
-from sketchbo.algorithms import BO_ALGORITHMS
+from sketchbo.algorithms import BO_ALGORITHMS, BoxSet, Feedback
 from sketchbo.algorithms.subset_bo import Data, _nystrom_predict, append_batch, dynamic_buffer_size
 from sketchbo.gp import hyper, subset
 from sketchbo.problems import make_problem
@@ -264,8 +264,8 @@ def _subset_state(variant, n=40, M=16, d=3, cap=48, **static_kw):
     X = rng.uniform(size=(cap, d))
     X[n - 5] = X[n - 4] + 1e-3  # a near-duplicate pair
     y = np.sin(4 * X).sum(1) + X[:, 0]
-    state = alg.init(jax.random.key(0), None, params)
-    state, _ = alg.update(state, f(X), f(y), jnp.arange(cap) < n, params)
+    state = alg.init(jax.random.key(0), BoxSet(jnp.zeros(d), jnp.ones(d)), params)
+    state, _ = alg.update(state, Feedback(f(X), f(y), jnp.arange(cap) < n), params)
     return alg, params, state._replace(t=jnp.asarray(n, jnp.int32)), X[:n], y[:n]
 
 
@@ -299,8 +299,8 @@ def test_resparsify_ucb_is_the_dense_gp_on_the_chosen_rows_with_the_global_step(
     mu = ys.mean() + ys.std() * kq @ np.linalg.solve(A, z)
     var = ys.std() ** 2 * (sc - kq @ np.linalg.solve(A, kq))
     beta = 0.2 * d * np.log(2 * (n + 1))  # the planned query is step n + 1
-    assert float(info["beta"]) == pytest.approx(beta, rel=1e-12)
-    assert float(info["ucb"]) == pytest.approx(mu + np.sqrt(beta) * np.sqrt(max(var, 0.0)), rel=1e-6, abs=1e-9)
+    assert float(info.beta) == pytest.approx(beta, rel=1e-12)
+    assert float(info.ucb) == pytest.approx(mu + np.sqrt(beta) * np.sqrt(max(var, 0.0)), rel=1e-6, abs=1e-9)
 
 
 def test_dynamic_buffer_size_follows_the_cost_model():

@@ -13,7 +13,7 @@ import pytest
 from sketchbo import runner
 from sketchbo.engine.program import SeedKeys
 from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build
-from sketchbo.algorithms.common import beta_vakili
+from sketchbo.algorithms.common import arm_feedback, beta_vakili
 from sketchbo.algorithms.sbpe import batch_lengths
 from sketchbo.gp import exact, nystrom, rls, sparse_bounds
 from sketchbo.kernels import get_kernel, kernel_params
@@ -236,7 +236,7 @@ def test_sbpe_exact_in_batch_variance_is_the_dense_gp_posterior_of_the_batch():
     K_AB = _k(kp, np.asarray(arms), X)
     dense = 1.0 - np.einsum("ab,ab->a", K_AB @ np.linalg.inv(_k(kp, X, X) + lam * np.eye(len(pulls))), K_AB)
     np.testing.assert_allclose(np.asarray(state.var), np.maximum(dense, 0.0), atol=1e-10)
-    assert int(info["dict_size"]) == len(pulls)
+    assert int(info.dict_size) == len(pulls)
     assert len(set(pulls)) == len(pulls)  # maximum variance never repeats a point while others are higher
 
 
@@ -270,7 +270,7 @@ def test_beta_vakili_mode_uses_lambda_max_of_the_current_dictionary():
     for t in range(12):
         q, state, _ = select(jax.random.key(t), state, params)
         queries = jnp.full((20,), -1, jnp.int32).at[0].set(q)
-        state, _ = update(state, queries, f[jnp.maximum(queries, 0)], params)
+        state, _ = update(state, arm_feedback(queries, f[jnp.maximum(queries, 0)]), params)
         state, info = resparsify(jax.random.key(100 + t), state, params)
     # lambda_max recomputed densely over the pulls against the dictionary held now
     X = np.asarray(arms)[np.repeat(np.arange(80), np.asarray(state.counts).astype(int))]
@@ -278,8 +278,8 @@ def test_beta_vakili_mode_uses_lambda_max_of_the_current_dictionary():
     K_XZ = _k(kp, X, Z)
     lam_max = max(np.linalg.eigvalsh(_k(kp, X, X) - K_XZ @ np.linalg.pinv(_k(kp, Z, Z)) @ K_XZ.T)[-1], 0.0)
     expected = (2 * math.sqrt(0.1) + math.sqrt(lam_max)) * 2.0 + 0.3 * math.sqrt(2 * math.log(80 / 0.05))
-    assert float(info["beta"]) == pytest.approx(expected, rel=1e-6, abs=1e-6)
-    assert float(beta_vakili(params, 0.0, 80)) < float(info["beta"]) or lam_max < 1e-12
+    assert float(info.beta) == pytest.approx(expected, rel=1e-6, abs=1e-6)
+    assert float(beta_vakili(params, 0.0, 80)) < float(info.beta) or lam_max < 1e-12
 
 
 def test_beta_vakili_is_refused_for_the_exact_engine_before_compiling():

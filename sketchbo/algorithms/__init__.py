@@ -10,17 +10,21 @@
 | ``eps_greedy`` | baseline of BBKB Fig. 1               | none         | ``sequential_rule``                  |
 | ``sbpe``     | Vakili et al., ICML 2022, App. B, Alg. 1 | Nyström (SVGP) | own schedule N_i = ceil(sqrt(T N_{i-1})) |
 
-Continuous domains ([0, 1]^d, GSSBO, Wei et al. 2025) have their own registry, :data:`BO_ALGORITHMS`, run
-by :func:`sketchbo.continuous.run` (``subset_bo.py``): ``std_gp_ucb``, ``gssbo``, ``rssbo``, ``kmeans_pp``,
+Continuous domains ([0, 1]^d, GSSBO, Wei et al. 2025) are the ``box`` domain of the same registry
+(:data:`REGISTRY`; :data:`ALGORITHMS` and :data:`BO_ALGORITHMS` are its two domains), run by
+:func:`sketchbo.continuous.run` (``subset_bo.py``): ``std_gp_ucb``, ``gssbo``, ``rssbo``, ``kmeans_pp``,
 ``lr_first_m``, ``sparse_gp``, ``ipa``, ``mini_gp_ucb``; the random embeddings ``rembo``, ``hesbo``
-(``embeddings.py``) and ``vecchia_bo`` (``vecchia_bo.py``).
+(``embeddings.py``) and ``vecchia_bo`` (``vecchia_bo.py``). Every algorithm of both domains follows one
+contract (``common.Algorithm``): ``init(key, problem, params)``, ``select(key, state, params) -> (query,
+state, StepInfo)``, ``update(state, Feedback, params)``, ``resparsify(key, state, params) -> (state,
+RoundInfo)``.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
 from sketchbo.algorithms.batch_rules import BATCH_RULES
-from sketchbo.algorithms.common import Algorithm, ArmSet, Params, Static
+from sketchbo.algorithms.common import Algorithm, ArmSet, BoxSet, Feedback, Params, RoundInfo, Static, StepInfo
 from sketchbo.algorithms.embeddings import EMBEDDINGS, make_embedding_bo
 from sketchbo.algorithms.vecchia_bo import make_vecchia_bo
 from sketchbo.algorithms.eps_greedy import make_eps_greedy
@@ -31,12 +35,15 @@ from sketchbo.algorithms.subset_bo import BOParams, BOStatic, make_subset_bo
 
 
 class AlgorithmSpec(NamedTuple):
+    """One registered algorithm, of either domain (one type, one registry: :data:`REGISTRY`)."""
+
     name: str
     description: str
-    engine: str  # "sparse" | "exact" | "none"
+    engine: str  # finite arms: "sparse" | "exact" | "sbpe" | "none"; boxes: "continuous"
     batched: bool  # batches longer than one pull
     defaults: dict  # every accepted hyperparameter with its default
-    default_rule: str  # key of BATCH_RULES
+    default_rule: str  # key of BATCH_RULES (finite arms); "sequential" for boxes (their batches are their own)
+    domain: str = "arms"  # "arms": a finite arm set (runner.run) | "box": [0, 1]^d (continuous.run)
 
 
 # PROTOCOLS §9 (Abalone / Cadata protocol) and §7: q-bar = 2, C~ = 2, delta = 1/T (None). lam and F: None = the
@@ -79,33 +86,37 @@ _SUBSET = {**_BO, "M": None, "Z": 4.0, "n_overhead": 70.0, "keep_best": False}
 
 BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
     "std_gp_ucb": AlgorithmSpec("std_gp_ucb", "Standard GP-UCB: exact GP on all samples", "continuous", False,
-                                dict(_BO), "sequential"),
+                                dict(_BO), "sequential", "box"),
     # selection: projection | pivoted | cosine (PROTOCOLS §9); pivoted by measurement (issue 16: Hartmann6, N = 1000,
     # seeds 0-9, R_N 195 ± 79 against projection's 2867 ± 129)
     "gssbo": AlgorithmSpec("gssbo", "GSSBO: exact GP on M samples chosen by a gradient-diversity greedy",
-                           "continuous", False, {**_SUBSET, "sigma_d2": 0.01, "selection": "pivoted"}, "sequential"),
+                           "continuous", False, {**_SUBSET, "sigma_d2": 0.01, "selection": "pivoted"}, "sequential", "box"),
     "rssbo": AlgorithmSpec("rssbo", "RSSBO: exact GP on M samples, the rest chosen at random", "continuous",
-                           False, dict(_SUBSET), "sequential"),
+                           False, dict(_SUBSET), "sequential", "box"),
     "kmeans_pp": AlgorithmSpec("kmeans_pp", "exact GP on M samples chosen by k-means++ in the RKHS",
-                               "continuous", False, dict(_SUBSET), "sequential"),
+                               "continuous", False, dict(_SUBSET), "sequential", "box"),
     "lr_first_m": AlgorithmSpec("lr_first_m", "LR-First m: Nyström (DTC) with the first m samples as landmarks",
-                                "continuous", False, {**_BO, "m": 100}, "sequential"),
+                                "continuous", False, {**_BO, "m": 100}, "sequential", "box"),
     "sparse_gp": AlgorithmSpec("sparse_gp", "SparseGP: DTC with m inducing points by greedy pivoted Cholesky",
-                               "continuous", False, {**_BO, "m": 50}, "sequential"),
+                               "continuous", False, {**_BO, "m": 50}, "sequential", "box"),
     # m: number of inducing points (50 as sparse_gp: our choice; the GSSBO paper does not give it)
     "ipa": AlgorithmSpec("ipa", "IPA: DTC with m inducing points by a DPP weighted by the samples' EI (Moss et "
-                         "al. 2023)", "continuous", False, {**_BO, "m": 50}, "sequential"),
+                         "al. 2023)", "continuous", False, {**_BO, "m": 50}, "sequential", "box"),
     "mini_gp_ucb": AlgorithmSpec("mini_gp_ucb", "mini-META GP-UCB: repeat x_h while 1 + n s~^2(x_h) <= C",
-                                 "continuous", True, {**_BO, "C": 2.0}, "sequential"),
+                                 "continuous", True, {**_BO, "C": 2.0}, "sequential", "box"),
     # m: the low dimension d of the random embedding (4: our choice, the GSSBO paper does not state it)
     "rembo": AlgorithmSpec("rembo", "REMBO: GP-UCB on y in [-sqrt(d), sqrt(d)]^d, x = clip(A y), A Gaussian",
-                           "continuous", False, {**_BO, "m": 4}, "sequential"),
+                           "continuous", False, {**_BO, "m": 4}, "sequential", "box"),
     "hesbo": AlgorithmSpec("hesbo", "HeSBO: GP-UCB on y in [-1, 1]^d, x = S y, S a count sketch (one +-1 per row)",
-                           "continuous", False, {**_BO, "m": 4}, "sequential"),
+                           "continuous", False, {**_BO, "m": 4}, "sequential", "box"),
     # m: conditioning-set size, fixed (32: our choice; Jimenez & Katzfuss grow it like 7.2 log10(n)^2)
     "vecchia_bo": AlgorithmSpec("vecchia_bo", "VecchiaBO: GP-UCB on a Vecchia GP (maximin order, m nearest "
-                                "earlier neighbours)", "continuous", False, {**_BO, "m": 32}, "sequential"),
+                                "earlier neighbours)", "continuous", False, {**_BO, "m": 32}, "sequential", "box"),
 }
+
+# One registry for both domains; ALGORITHMS / BO_ALGORITHMS are its two domains
+REGISTRY: dict[str, AlgorithmSpec] = {**ALGORITHMS, **BO_ALGORITHMS}
+assert all(s.domain == "arms" for s in ALGORITHMS.values()) and all(s.domain == "box" for s in BO_ALGORITHMS.values())
 
 _BATCH_RULE_NAMES = {"product": "product", "sum": "bbkb_global"}  # gp_bucb's ``batch_rule`` option
 
@@ -116,8 +127,11 @@ def rule_name(spec: AlgorithmSpec, hyper: dict) -> str:
     return spec.default_rule
 
 
-def build(spec: AlgorithmSpec, static: Static) -> Algorithm:
-    """The algorithm's functions for a static config (``static.batch_rule`` names the rule)."""
+def build(spec: AlgorithmSpec, static) -> Algorithm:
+    """The algorithm's functions for a static config of its domain (:class:`Static` for finite arms, whose
+    ``static.batch_rule`` names the rule; :class:`BOStatic` for boxes)."""
+    if spec.domain == "box":
+        return build_bo(spec, static)
     if spec.engine == "sbpe":  # its batch schedule is fixed by T (not a BATCH_RULES rule)
         return make_sbpe(static)
     rule = BATCH_RULES[static.batch_rule]
@@ -140,4 +154,4 @@ def build_bo(spec: AlgorithmSpec, static: BOStatic) -> Algorithm:
     return make_subset_bo(static)
 
 
-__all__ = ["ALGORITHMS", "BO_ALGORITHMS", "BOParams", "BOStatic", "build_bo", "AlgorithmSpec", "Algorithm", "ArmSet", "Params", "Static", "build", "rule_name"]
+__all__ = ["REGISTRY", "ALGORITHMS", "BO_ALGORITHMS", "BoxSet", "Feedback", "StepInfo", "RoundInfo", "BOParams", "BOStatic", "build_bo", "AlgorithmSpec", "Algorithm", "ArmSet", "Params", "Static", "build", "rule_name"]

@@ -32,10 +32,64 @@ from sketchbo.gp import sparse_bounds
 
 
 class Algorithm(NamedTuple):
-    init: Callable  # (key, problem, params) -> state
-    select: Callable  # (key, state, params) -> (query, state, info)
-    update: Callable  # (state, queries (T,) int with -1 padding, ys (T,), params) -> (state, info)
-    resparsify: Callable  # (key, state, params) -> (state, info)
+    """The contract every algorithm of both domains follows (DESIGN §2)."""
+
+    init: Callable  # (key, problem, params) -> state; problem: ArmSet (finite arms) | BoxSet (boxes)
+    select: Callable  # (key, state, params) -> (query, state, StepInfo): one choice of the open batch
+    update: Callable  # (state, Feedback, params) -> (state, None): the finished batch's rewards folded in
+    resparsify: Callable  # (key, state, params) -> (state, RoundInfo): rebuild the model for the next batch
+
+
+class Feedback(NamedTuple):
+    """The feedback of one finished batch (BBKB Alg. 1 L9–10), in the engine's padded layout: one entry per
+    step of the trace, ``valid`` marking the batch's entries."""
+
+    points: jax.Array  # (T,) int32 arm indices (finite arms) | (T, d) points of [0, 1]^d (boxes)
+    rewards: jax.Array  # (T,) observed rewards y_s
+    valid: jax.Array  # (T,) bool: the entries that belong to the batch
+
+
+def arm_feedback(queries, ys) -> Feedback:
+    """Feedback of a finite-arm batch from the trace layout: ``queries`` (T,) with -1 padding."""
+    return Feedback(queries, ys, queries >= 0)
+
+
+def padded_queries(fb: Feedback):
+    """(T,) arm indices with -1 where the entry is not part of the batch."""
+    return jnp.where(fb.valid, fb.points, -1)
+
+
+class StepInfo(NamedTuple):
+    """What ``select`` reports about one choice. A field an algorithm has no such quantity for is None
+    (absent), never an invented zero."""
+
+    dict_size: jax.Array | None = None  # () int32 rows of the model the choice used (dictionary, posterior, subset)
+    n_refresh: jax.Array | None = None  # () int32 stale UCBs recomputed exactly (lazy UCB engines)
+    loop_iterations: jax.Array | None = None  # () int32 while-loop iterations of the choice (issue 15)
+
+
+class RoundInfo(NamedTuple):
+    """What ``resparsify`` reports about the new model; absent fields are None."""
+
+    dict_size: jax.Array | None = None  # () int32 rows of the new model
+    beta: jax.Array | None = None  # () confidence width of the next batch
+    dict_wanted: jax.Array | None = None  # () int32 dictionary rows wanted (Nyström engines; > m_max: overflow)
+    pulled_wanted: jax.Array | None = None  # () int32 unique pulled arms to hold (> u_max: overflow)
+    overflow: jax.Array | None = None  # () bool a capacity was too small: the engine grows it and redoes the round
+    rank: jax.Array | None = None  # () int32 numerical rank of the dictionary's kernel matrix (DESIGN §4)
+    max_clamp: jax.Array | None = None  # () largest negative variance clamped to zero
+    lam_max: jax.Array | None = None  # () S-BPE: largest variance of the pulled arms (Thm 3.5)
+    n_active: jax.Array | None = None  # () int32 S-BPE: arms not yet eliminated
+    lml: jax.Array | None = None  # () log marginal likelihood at the fitted hyperparameters (boxes)
+    ucb: jax.Array | None = None  # () UCB value of the next query (boxes)
+    noise: jax.Array | None = None  # () fitted noise variance (boxes)
+    repeats: jax.Array | None = None  # () int32 mini-META: repeated evaluations of the last point
+    refine_gain: jax.Array | None = None  # () gain of the acquisition's gradient refinement (boxes)
+
+
+def present(value, default):
+    """``value`` if the algorithm reports it, else ``default`` (trace-time: absent fields are None)."""
+    return default if value is None else value
 
 
 class Params(NamedTuple):
@@ -73,6 +127,14 @@ class ArmSet(NamedTuple):
     arms: jax.Array  # (A, d)
 
 
+class BoxSet(NamedTuple):
+    """What an algorithm sees of a continuous problem: its search box, [0, 1]^d (the problem maps it to its
+    own bounds)."""
+
+    lower: jax.Array  # (d,) zeros
+    upper: jax.Array  # (d,) ones
+
+
 BETA_FAMILIES = ("bkb", "bbkb")
 BETA_MODES = ("code", "paper", "vakili")  # vakili: Nyström engine only (Thm 3.5 of Vakili et al. 2022)
 
@@ -82,20 +144,19 @@ def logdet_increment(mode: str, var_fb):
     return jnp.log1p(var_fb) if mode == "code" else jnp.log1p(3.0 * var_fb)
 
 
-def batch_feedback(counts, queries, ys, var_fb, beta_mode: str):
-    """Bookkeeping of a finished batch (``queries`` (T,) with -1 padding, ``ys`` aligned with them).
+def batch_feedback(counts, fb: Feedback, var_fb, beta_mode: str):
+    """Bookkeeping of a finished batch of arm pulls.
 
     Returns ``(counts, qi, wy, logdet_increment)``: the new pull counts, the clipped arm indices, the
     masked rewards (scatter-add them into summed rewards at ``qi``) and the BBKB width's increment over the
     batch's pulls with their start-of-batch variances ``var_fb``.
     """
-    valid = queries >= 0
-    qi = jnp.where(valid, queries, 0)
-    w = valid.astype(counts.dtype)
+    qi = jnp.where(fb.valid, fb.points, 0)
+    w = fb.valid.astype(counts.dtype)
     incr = jnp.sum(w * logdet_increment(beta_mode, var_fb[qi]))
     if beta_mode == "code":  # the public code starts its logdet after the initial arm
         incr = jnp.where(jnp.sum(counts) == 0, 0.0, incr)
-    return counts.at[qi].add(w), qi, w * ys, incr
+    return counts.at[qi].add(w), qi, w * fb.rewards, incr
 
 
 def beta_bkb(mode: str, params: Params, t, sum_n_var, kappa2):

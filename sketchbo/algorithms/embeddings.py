@@ -26,7 +26,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sketchbo.algorithms.common import Algorithm
+from sketchbo.algorithms.common import Algorithm, BoxSet, Feedback
 from sketchbo.algorithms.subset_bo import BOParams, BOState, BOStatic, Data, make_subset_bo
 
 EMBEDDINGS = ("rembo", "hesbo")
@@ -91,7 +91,7 @@ def make_embedding_bo(static: BOStatic) -> Algorithm:
     def init(key, problem, params: BOParams) -> EmbedState:
         k_embed, k_low = jax.random.split(key)
         dt = params.beta_c.dtype
-        b = low.init(k_low, problem, params)
+        b = low.init(k_low, BoxSet(jnp.zeros((d,), dt), jnp.ones((d,), dt)), params)  # the low box
         return outer(b, jnp.zeros((static.T, d), dt), draw_embedding(k_embed, kind, D, d, dt))
 
     def select(key, state: EmbedState, params: BOParams):
@@ -99,9 +99,9 @@ def make_embedding_bo(static: BOStatic) -> Algorithm:
         lows = state.low.at[state.t].set(u)
         return to_box(u, state.embed, half), outer(b, lows, state.embed), info
 
-    def update(state: EmbedState, xs, ys, valid, params: BOParams):
-        del xs  # the D-dimensional queries; the low GP is fitted on their low points, by position
-        b, info = low.update(inner(state), state.low, ys, valid, params)
+    def update(state: EmbedState, fb: Feedback, params: BOParams):
+        # fb.points are the D-dimensional queries; the low GP is fitted on their low points, by position
+        b, info = low.update(inner(state), fb._replace(points=state.low), params)
         return outer(b, state.low, state.embed), info
 
     def resparsify(key, state: EmbedState, params: BOParams):

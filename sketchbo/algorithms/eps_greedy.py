@@ -10,7 +10,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sketchbo.algorithms.common import Algorithm, Params, Static, batch_feedback
+from sketchbo.algorithms.common import Algorithm, Feedback, Params, RoundInfo, Static, StepInfo, batch_feedback
 
 
 class EpsGreedyState(NamedTuple):
@@ -34,18 +34,15 @@ def make_eps_greedy(static: Static) -> Algorithm:
         explore = (jax.random.uniform(k_explore, dtype=state.counts.dtype) < params.eps) | (state.t == 0)
         q = jnp.where(explore, jax.random.randint(k_arm, (), 0, A, dtype=jnp.int32), jnp.argmax(emp))
         new = state._replace(batch_open=jnp.asarray(False), t=state.t + 1)
-        zero = jnp.zeros((), jnp.int32)
-        return q.astype(jnp.int32), new, {"n_refresh": zero, "loop_iterations": zero, "dict_size": zero}
+        return q.astype(jnp.int32), new, StepInfo()  # no model, no refresh loop: nothing to report
 
-    def update(state: EpsGreedyState, queries, ys, params: Params):
-        counts, qi, wy, _ = batch_feedback(state.counts, queries, ys, state.counts, "code")
-        return state._replace(counts=counts, ysum=state.ysum.at[qi].add(wy)), {}
+    def update(state: EpsGreedyState, fb: Feedback, params: Params):
+        counts, qi, wy, _ = batch_feedback(state.counts, fb, state.counts, "code")
+        return state._replace(counts=counts, ysum=state.ysum.at[qi].add(wy)), None
 
     def resparsify(key, state: EpsGreedyState, params: Params):
+        """No model to rebuild: only opens the next batch (of one)."""
         del key
-        new = state._replace(batch_open=jnp.asarray(True))
-        zero = jnp.zeros((), jnp.int32)
-        return new, {"dict_size": zero, "dict_wanted": zero, "pulled_wanted": zero, "overflow": jnp.asarray(False), "rank": zero,
-                     "max_clamp": jnp.zeros((), state.counts.dtype), "beta": jnp.zeros((), state.counts.dtype)}
+        return state._replace(batch_open=jnp.asarray(True)), RoundInfo()
 
     return Algorithm(init, select, update, resparsify)

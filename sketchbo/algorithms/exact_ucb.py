@@ -18,7 +18,8 @@ import jax
 import jax.numpy as jnp
 
 from sketchbo.algorithms.batch_rules import BatchRule
-from sketchbo.algorithms.common import Algorithm, Params, Static, batch_feedback, beta_bbkb, beta_bkb
+from sketchbo.algorithms.common import (Algorithm, Feedback, Params, RoundInfo, Static, StepInfo, batch_feedback,
+                                       beta_bbkb, beta_bkb, padded_queries)
 from sketchbo.gp import exact
 from sketchbo.kernels import get_kernel
 
@@ -64,14 +65,13 @@ def make_exact_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorit
         gp = exact.add_observation(kernel, params.kernel, state.arms, state.gp, q, params.lam)
         new = state._replace(
             gp=gp, rule_acc=acc, batch_open=~(close | first), t=state.t + 1)
-        info = {"n_refresh": jnp.zeros((), jnp.int32), "loop_iterations": jnp.zeros((), jnp.int32),
-                "dict_size": jnp.sum(state.counts > 0).astype(jnp.int32)}
-        return q, new, info
+        # the posterior's rows: the unique arms with feedback (no lazy refresh: the UCBs are all exact)
+        return q, new, StepInfo(dict_size=jnp.sum(state.counts > 0).astype(jnp.int32))
 
-    def update(state: ExactUCBState, queries, ys, params: Params):
-        counts, _, _, incr = batch_feedback(state.counts, queries, ys, state.var_fb, static.beta_mode)
-        gp = exact.add_feedback(state.gp, queries, ys, params.lam)
-        return state._replace(gp=gp, counts=counts, logdet=state.logdet + incr), {}
+    def update(state: ExactUCBState, fb: Feedback, params: Params):
+        counts, _, _, incr = batch_feedback(state.counts, fb, state.var_fb, static.beta_mode)
+        gp = exact.add_feedback(state.gp, padded_queries(fb), fb.rewards, params.lam)
+        return state._replace(gp=gp, counts=counts, logdet=state.logdet + incr), None
 
     def resparsify(key, state: ExactUCBState, params: Params):
         del key
@@ -85,9 +85,8 @@ def make_exact_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorit
         new = state._replace(
             var_fb=var, beta=beta, rule_acc=rule.init(A, var.dtype), batch_open=jnp.asarray(True))
         n_unique = state.gp.n_slots
-        info = {"dict_size": n_unique, "dict_wanted": n_unique, "pulled_wanted": n_unique,
-                "overflow": n_unique > static.u_max,
-                "rank": n_unique, "max_clamp": jnp.zeros((), var.dtype), "beta": beta}
-        return new, info
+        # no dictionary: the posterior holds every unique pulled arm (u_max of them)
+        return new, RoundInfo(dict_size=n_unique, beta=beta, pulled_wanted=n_unique,
+                              overflow=n_unique > static.u_max)
 
     return Algorithm(init, select, update, resparsify)

@@ -52,7 +52,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sketchbo.algorithms.common import Algorithm, Params, Static, first_argmax
+from sketchbo.algorithms.common import Algorithm, Feedback, Params, RoundInfo, Static, StepInfo, first_argmax
 from sketchbo.gp import nystrom, rls, sparse_bounds
 from sketchbo.kernels import get_kernel
 from sketchbo.linalg import mm
@@ -168,13 +168,12 @@ def make_sbpe(static: Static) -> Algorithm:
         n_i = jnp.asarray(lengths, jnp.int32)[jnp.minimum(state.batch, n_batches - 1)]
         new = state._replace(batch_counts=state.batch_counts.at[q].add(1.0), batch_t=batch_t,
                              batch_open=batch_t < n_i, t=state.t + 1)
-        return q, new, {"dict_size": dict_size}
+        return q, new, StepInfo(dict_size=dict_size)
 
-    def update(state: SBPEState, queries, ys, params: Params):
+    def update(state: SBPEState, fb: Feedback, params: Params):
         """Alg. 1, L14: the batch's rewards (its pulls were counted when chosen)."""
-        valid = queries >= 0
-        qi = jnp.where(valid, queries, 0)
-        return state._replace(batch_ysum=state.batch_ysum.at[qi].add(jnp.where(valid, ys, 0.0))), {}
+        qi = jnp.where(fb.valid, fb.points, 0)
+        return state._replace(batch_ysum=state.batch_ysum.at[qi].add(jnp.where(fb.valid, fb.rewards, 0.0))), None
 
     def resparsify(key, state: SBPEState, params: Params):
         """Alg. 1, L16–17: statistics of the finished batch, elimination with Eq. (13), a new empty batch."""
@@ -197,13 +196,11 @@ def make_sbpe(static: Static) -> Algorithm:
             batch=state.batch + 1, batch_t=jnp.zeros((), jnp.int32), dict_wanted=jnp.zeros((), jnp.int32),
             var=state.kdiag, G=jnp.zeros_like(state.G), batch_open=jnp.asarray(True),
         )
-        info = {
-            "dict_size": jnp.sum(sample.mask).astype(jnp.int32), "dict_wanted": wanted,
-            "pulled_wanted": n_unique.astype(jnp.int32), "overflow": (wanted > m_max) | (n_unique > u_max),
-            "rank": stats.post.rank.astype(jnp.int32), "max_clamp": stats.post.max_clamp,
-            "beta": beta, "lam_max": lam_max, "n_active": jnp.sum(active).astype(jnp.int32),
-        }
-        return new, info
+        return new, RoundInfo(
+            dict_size=jnp.sum(sample.mask).astype(jnp.int32), beta=beta, dict_wanted=wanted,
+            pulled_wanted=n_unique.astype(jnp.int32), overflow=(wanted > m_max) | (n_unique > u_max),
+            rank=stats.post.rank.astype(jnp.int32), max_clamp=stats.post.max_clamp, lam_max=lam_max,
+            n_active=jnp.sum(active).astype(jnp.int32))
 
     return Algorithm(init, select, update, resparsify)
 

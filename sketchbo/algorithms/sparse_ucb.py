@@ -22,8 +22,8 @@ import jax.numpy as jnp
 
 from sketchbo.algorithms.batch_rules import BatchRule
 from sketchbo.algorithms.common import (
-    Algorithm, Params, Static, UCBTable, batch_feedback, beta_bbkb, beta_bkb, beta_vakili, block_size,
-    bounded_argmax, ucb_table,
+    Algorithm, Feedback, Params, RoundInfo, Static, StepInfo, UCBTable, batch_feedback, beta_bbkb, beta_bkb,
+    beta_vakili, block_size, bounded_argmax, ucb_table,
 )
 from sketchbo.gp import nystrom, sparse_bounds
 from sketchbo.kernels import get_kernel
@@ -118,13 +118,12 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             ucb=ucb, fresh=jnp.zeros_like(fresh), Vinv=Vinv, rule_acc=acc,
             batch_open=~(close | first), t=state.t + 1,
         )
-        info = {"n_refresh": n_refresh, "loop_iterations": loops,
-                "dict_size": jnp.sum(state.dict_mask).astype(jnp.int32)}
-        return q, new, info
+        return q, new, StepInfo(dict_size=jnp.sum(state.dict_mask).astype(jnp.int32), n_refresh=n_refresh,
+                                loop_iterations=loops)
 
-    def update(state: SparseUCBState, queries, ys, params: Params):
-        counts, qi, wy, incr = batch_feedback(state.counts, queries, ys, state.var_fb, static.beta_mode)
-        return state._replace(counts=counts, ysum=state.ysum.at[qi].add(wy), logdet=state.logdet + incr), {}
+    def update(state: SparseUCBState, fb: Feedback, params: Params):
+        counts, qi, wy, incr = batch_feedback(state.counts, fb, state.var_fb, static.beta_mode)
+        return state._replace(counts=counts, ysum=state.ysum.at[qi].add(wy), logdet=state.logdet + incr), None
 
     def resparsify(key, state: SparseUCBState, params: Params):
         if static.exact_dictionary:
@@ -154,12 +153,9 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             fresh=jnp.ones((A,), bool),
             beta=beta, rule_acc=rule.init(A, state.var_fb.dtype), batch_open=jnp.asarray(True),
         )
-        info = {
-            "dict_size": jnp.minimum(wanted, m_max).astype(jnp.int32), "dict_wanted": wanted.astype(jnp.int32),
-            "pulled_wanted": n_unique.astype(jnp.int32), "overflow": (wanted > m_max) | (n_unique > static.u_max),
-            "rank": post.rank.astype(jnp.int32), "max_clamp": post.max_clamp,
-            "beta": beta,
-        }
-        return new, info
+        return new, RoundInfo(
+            dict_size=jnp.minimum(wanted, m_max).astype(jnp.int32), beta=beta, dict_wanted=wanted.astype(jnp.int32),
+            pulled_wanted=n_unique.astype(jnp.int32), overflow=(wanted > m_max) | (n_unique > static.u_max),
+            rank=post.rank.astype(jnp.int32), max_clamp=post.max_clamp)
 
     return Algorithm(init, select, update, resparsify)

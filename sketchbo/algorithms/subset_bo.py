@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 
 from sketchbo import acquisition
-from sketchbo.algorithms.common import Algorithm
+from sketchbo.algorithms.common import Algorithm, Feedback, RoundInfo, StepInfo
 from sketchbo.gp import hyper, nystrom, subset
 from sketchbo.kernels import get_kernel
 
@@ -183,7 +183,7 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
     cap, d, n0 = static.cap, static.d, static.n0
 
     def init(key, problem, params: BOParams) -> BOState:
-        del key, problem
+        del key, problem  # the box is [0, 1]^d (static.d)
         dt = params.beta_c.dtype
         data = Data(jnp.zeros((cap, d), dt), jnp.zeros((cap,), dt), jnp.zeros((cap,), dt), jnp.zeros((), jnp.int32))
         return BOState(
@@ -197,10 +197,10 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
         left = jnp.where(initial, 1, state.repeats - 1)
         close = jnp.where(initial, state.t + 1 >= n0, left <= 0)
         new = state._replace(t=state.t + 1, repeats=left, batch_open=~close)
-        return x, new, {"dict_size": jnp.sum(state.sub_mask).astype(jnp.int32)}
+        return x, new, StepInfo(dict_size=jnp.sum(state.sub_mask).astype(jnp.int32))
 
-    def update(state: BOState, xs, ys, valid, params: BOParams):
-        return state._replace(data=append_batch(state.data, xs, ys, valid, merge, n0)), {}
+    def update(state: BOState, fb: Feedback, params: BOParams):
+        return state._replace(data=append_batch(state.data, fb.points, fb.rewards, fb.valid, merge, n0)), None
 
     def choose_rows(key, state: BOState, params: BOParams, valid, y):
         """Alg. 1 L12-14: the model's rows (with the previous round's hyperparameters)."""
@@ -254,9 +254,8 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
             repeats = jnp.clip(n_h, 1.0, static.T).astype(jnp.int32)
         new = state._replace(sub_idx=idx, sub_mask=mask, hyper=h, beta=beta, next_x=x, repeats=repeats,
                              batch_open=jnp.asarray(True))
-        info = {"dict_size": jnp.sum(mask).astype(jnp.int32), "lml": fit_info["lml"], "beta": beta,
-                "ucb": val, "noise": noise, "repeats": repeats, **acq_info}
-        return new, info
+        return new, RoundInfo(dict_size=jnp.sum(mask).astype(jnp.int32), beta=beta, lml=fit_info["lml"], ucb=val,
+                              noise=noise, repeats=repeats if merge else None, refine_gain=acq_info["refine_gain"])
 
     return Algorithm(init, select, update, resparsify)
 

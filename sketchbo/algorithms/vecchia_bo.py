@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import optax
 
 from sketchbo import acquisition
-from sketchbo.algorithms.common import Algorithm
+from sketchbo.algorithms.common import Algorithm, Feedback, RoundInfo, StepInfo
 from sketchbo.algorithms.subset_bo import BOParams, BOStatic, Data, append_batch, data_mean, data_valid
 from sketchbo.gp import hyper
 
@@ -148,7 +148,7 @@ def make_vecchia_bo(static: BOStatic) -> Algorithm:
     cap, d, n0, m = static.cap, static.d, static.n0, static.M
 
     def init(key, problem, params: BOParams) -> VecchiaState:
-        del key, problem
+        del key, problem  # the box is [0, 1]^d (static.d)
         dt = params.beta_c.dtype
         data = Data(jnp.zeros((cap, d), dt), jnp.zeros((cap,), dt), jnp.zeros((cap,), dt), jnp.zeros((), jnp.int32))
         return VecchiaState(data=data, hyper=hyper.init_hyper(d, dt), beta=jnp.zeros((), dt),
@@ -159,10 +159,10 @@ def make_vecchia_bo(static: BOStatic) -> Algorithm:
         x = jnp.where(initial, jax.random.uniform(key, (d,), dtype=state.next_x.dtype), state.next_x)
         close = ~initial | (state.t + 1 >= n0)
         new = state._replace(t=state.t + 1, batch_open=~close)
-        return x, new, {"dict_size": jnp.minimum(state.data.n, m).astype(jnp.int32)}
+        return x, new, StepInfo(dict_size=jnp.minimum(state.data.n, m).astype(jnp.int32))
 
-    def update(state: VecchiaState, xs, ys, valid, params: BOParams):
-        return state._replace(data=append_batch(state.data, xs, ys, valid, False, n0)), {}
+    def update(state: VecchiaState, fb: Feedback, params: BOParams):
+        return state._replace(data=append_batch(state.data, fb.points, fb.rewards, fb.valid, False, n0)), None
 
     def resparsify(key, state: VecchiaState, params: BOParams):
         data = state.data
@@ -176,9 +176,8 @@ def make_vecchia_bo(static: BOStatic) -> Algorithm:
         x, val, acq_info = acquisition.maximize_ucb(key, predict, beta, data.x, y, valid, static.n_incumbents,
                                                     static.acq, params.lr_acq, params.local_scale)
         new = state._replace(hyper=h, beta=beta, next_x=x, batch_open=jnp.asarray(True))
-        info = {"dict_size": jnp.minimum(data.n, m).astype(jnp.int32), "lml": fit_info["lml"], "beta": beta,
-                "ucb": val, "noise": jnp.exp(h.log_noise), **acq_info}
-        return new, info
+        return new, RoundInfo(dict_size=jnp.minimum(data.n, m).astype(jnp.int32), beta=beta, lml=fit_info["lml"],
+                              ucb=val, noise=jnp.exp(h.log_noise), refine_gain=acq_info["refine_gain"])
 
     return Algorithm(init, select, update, resparsify)
 

@@ -7,6 +7,9 @@ the batch rule closes it), then its feedback arrives and the model is rebuilt (L
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
+
+from sketchbo.algorithms.common import Feedback, RoundInfo, present
 
 
 def select_batch(alg, key, params, state, acc, record, room):
@@ -22,10 +25,18 @@ def select_batch(alg, key, params, state, acc, record, room):
     return jax.lax.while_loop(lambda c: c[0].batch_open & room(*c), body, (state, acc))
 
 
-def finish_batch(alg, key, params, state, *feedback):
+def finish_batch(alg, key, params, state, feedback: Feedback):
     """The feedback of a finished batch and the new model (BBKB Alg. 1, L9–16): ``update`` with the batch's
-    feedback (finite arms: ``queries`` (T,) with -1 padding and rewards ``ys``; boxes: points, rewards and a
-    validity mask), then ``resparsify`` keyed by the step after the batch. Returns ``(state, info)`` of
-    ``resparsify``. Shared by both rounds and by ``tell``."""
-    state, _ = alg.update(state, *feedback, params)
+    :class:`Feedback`, then ``resparsify`` keyed by the step after the batch. Returns ``(state, RoundInfo)``
+    of ``resparsify``. Shared by both rounds and by ``tell``."""
+    state, _ = alg.update(state, feedback, params)
     return alg.resparsify(jax.random.fold_in(key, state.t), state, params)
+
+
+def capacity_request(info: RoundInfo):
+    """``(overflow, wanted)`` of a finished round: whether a capacity was too small, and (2,) int32 the
+    dictionary rows and unique pulled arms the new model wants. An algorithm without a capacity reports
+    neither: no overflow, nothing wanted."""
+    overflow = jnp.asarray(present(info.overflow, False))
+    wanted = jnp.stack([jnp.asarray(present(info.dict_wanted, 0)), jnp.asarray(present(info.pulled_wanted, 0))])
+    return overflow, wanted.astype(jnp.int32)

@@ -174,11 +174,9 @@ def resample_dictionary(key, var_fb, counts, qbar, per_pull, m_max):
 
 
 def exact_dictionary(counts, m_max):
-    """The dictionary holding every pulled arm (S = X_t): BKB/BBKB then equal GP-UCB/GP-BUCB."""
-    keep = counts > 0
-    wanted = jnp.sum(keep)
-    (idx,) = jnp.nonzero(keep, size=m_max, fill_value=0)
-    return idx.astype(jnp.int32), jnp.arange(m_max) < wanted, wanted
+    """The dictionary holding every pulled arm (S = X_t): BKB/BBKB then equal GP-UCB/GP-BUCB. It is the
+    list of unique pulled arms at the dictionary's capacity: (idx (m_max,), mask, wanted)."""
+    return pulled_list(counts, m_max)
 
 
 __all__ = [

@@ -21,6 +21,8 @@ so that algorithms evaluate it inside their compiled program (``value``).
 """
 from __future__ import annotations
 
+import functools
+
 from typing import Callable, NamedTuple
 
 import jax
@@ -58,13 +60,24 @@ def value(problem: ContinuousProblem, u):
     return jnp.asarray(problem.fn(to_box(problem, u))).astype(u.dtype)
 
 
+@functools.lru_cache(maxsize=64)
+def _jitted_values(fn, lower: tuple, upper: tuple):
+    box = ContinuousProblem("", len(lower), np.asarray(lower), np.asarray(upper), fn, 0.0, None, 0.0, None)
+    return jax.jit(jax.vmap(lambda u: value(box, u)))
+
+
+def batch_values(problem: ContinuousProblem, u):
+    """f at unit-cube points u (n, d), jit-compiled once per objective and shape (not once per run)."""
+    return _jitted_values(problem.fn, tuple(map(float, problem.lower)), tuple(map(float, problem.upper)))(u)
+
+
 def estimate_uniform_mean(problem: ContinuousProblem, n: int | None = None, chunk: int = 1024) -> float:
     """E_u[f(u)] under u ~ U[0, 1]^d by Monte Carlo with a fixed key and ``n`` (default
     ``problem.uniform_samples``) points: the expected value of uniform random search, R_t^unif = t (E f - f_min)."""
     n = problem.uniform_samples if n is None else n
     u = jax.random.uniform(jax.random.key(12345), (n, problem.d), dtype=jnp.float64)
-    fv = jax.jit(jax.vmap(lambda p: value(problem, p)))
-    return float(np.mean(np.concatenate([np.asarray(fv(u[i:i + chunk])) for i in range(0, n, chunk)])))
+    return float(np.mean(np.concatenate([np.asarray(batch_values(problem, u[i:i + chunk]))
+                                         for i in range(0, n, chunk)])))
 
 
 # ----------------------------------------------------------------------------------------- functions
@@ -152,5 +165,5 @@ CONTINUOUS_PROBLEMS = {
     "rastrigin100": rastrigin100,
 }
 
-__all__ = ["CONTINUOUS_PROBLEMS", "ContinuousProblem", "estimate_uniform_mean", "to_box", "value",
+__all__ = ["CONTINUOUS_PROBLEMS", "ContinuousProblem", "batch_values", "estimate_uniform_mean", "to_box", "value",
            "eggholder2", "hartmann6", "levy20", "powell50", "rastrigin100"]

@@ -1,0 +1,180 @@
+"""The conformance suite: every registered algorithm of both domains (``sketchbo.algorithms.REGISTRY``).
+
+One contract (the state transitions' types, traced without compiling), then through the engine's entry
+points (``runner.run`` for finite arms, ``continuous.run`` for boxes): no recompilation on a second call,
+seeds by vmap == by map == run alone, finite outputs, learns on a small problem, and a run stopped after a
+checkpoint resumes bit for bit. The ask/tell API == the runner for every finite-arm algorithm is in
+``test_api.py`` (ask/tell serves finite candidate sets). Box algorithms are costly to compile: three of them,
+one per model engine (subset, Nyström, all rows), run by default; the others with ``-m slow``.
+"""
+from __future__ import annotations
+
+import inspect
+from contextlib import contextmanager
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sketchbo import continuous
+from sketchbo.acquisition import AcqStatic
+from sketchbo.algorithms import (
+    ALGORITHMS, REGISTRY, ArmSet, BOParams, BoxSet, BOStatic, Feedback, Params, RoundInfo, Static,
+    StepInfo, build, rule_name,
+)
+from sketchbo.kernels import kernel_params
+from sketchbo.problems import make_problem
+from sketchbo.runner import run
+from test_checkpoint import (BO_ALWAYS, HARTMANN, assert_same_bo_run, assert_same_run, bo_kwargs, interrupt_after,
+                             kwargs, resumed_at, stop_after_write)
+
+SMALL = make_problem("gp_sample", A=120, d=2, sigma2=0.2, seed=1)  # the finite-arm problem of these tests
+ALL = [n if n in ALGORITHMS or n in BO_ALWAYS else pytest.param(n, marks=pytest.mark.slow) for n in sorted(REGISTRY)]
+
+
+def _parts(name, T=24):
+    """(algorithm, problem view, params, a batch's feedback) of a small static config, for tracing."""
+    spec = REGISTRY[name]
+    if spec.domain == "arms":
+        static = Static(A=120, d=2, T=T, m_max=32, u_max=32, kernel="rbf",
+                        beta_family=spec.defaults.get("beta_family", "bbkb"), beta_mode="code", resample="code",
+                        batch_rule=rule_name(spec, spec.defaults))
+        f = jnp.asarray
+        params = Params(f(0.2), f(2.0), f(2.0), f(1.0), f(0.1), f(0.2 ** 0.5), f(0.1), kernel_params("rbf", 2, sigma2=0.2))
+        fb = Feedback(jnp.arange(T, dtype=jnp.int32), jnp.zeros(T), jnp.arange(T) < 3)
+        return build(spec, static), ArmSet(jnp.asarray(SMALL.arms)), params, fb
+    hyper = continuous.resolve_hyperparameters(name, {}, T)
+    static = BOStatic(variant=name, d=6, T=T, cap=T, n0=6, M=continuous.model_rows(name, hyper, T), fit_steps=2,
+                      acq=AcqStatic(64, 16, 2, 2))
+    params = BOParams(*(jnp.asarray(v, jnp.float64) for v in (0.2, 0.01, 2.0, 0.05, 0.01, 0.05)))
+    fb = Feedback(jnp.full((T, 6), 0.5), jnp.zeros(T), jnp.arange(T) < 6)
+    return build(spec, static), BoxSet(jnp.zeros(6), jnp.ones(6)), params, fb
+
+
+def _shapes(tree):
+    return jax.tree.structure(tree), [(x.shape, x.dtype) for x in jax.tree.leaves(tree)]
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_algorithm_follows_one_contract(name):
+    """init(key, problem, params); select -> (query, state, StepInfo); update(state, Feedback, params) ->
+    (state, None); resparsify -> (state, RoundInfo); the state keeps its structure and shapes (fixed
+    capacities). Traced with eval_shape: nothing is compiled."""
+    alg, problem, params, fb = _parts(name)
+    assert list(inspect.signature(alg.update).parameters)[1] in ("fb", "feedback")
+    key = jax.random.key(0)
+    state = jax.eval_shape(alg.init, key, problem, params)
+    query, selected, step = jax.eval_shape(alg.select, key, state, params)
+    assert isinstance(step, StepInfo)
+    assert query.shape == (() if REGISTRY[name].domain == "arms" else (6,))
+    updated, nothing = jax.eval_shape(alg.update, selected, fb, params)
+    assert nothing is None
+    rebuilt, info = jax.eval_shape(alg.resparsify, key, updated, params)
+    assert isinstance(info, RoundInfo)
+    for later in (selected, updated, rebuilt):
+        assert _shapes(later) == _shapes(state)
+    # an algorithm with a capacity says how much it wants; one without reports neither
+    if info.overflow is None:
+        assert info.dict_wanted is None and info.pulled_wanted is None
+    else:
+        assert info.pulled_wanted is not None
+
+
+def _run(name, **extra):
+    if REGISTRY[name].domain == "arms":
+        return run(name, SMALL, **{**kwargs(name), **extra})
+    return continuous.run(name, HARTMANN, **{"n_seeds": 2, "seed": 3, **bo_kwargs(name), **extra})
+
+
+_REFERENCE = {}
+
+
+def _reference(name):
+    """The reference run of an algorithm (computed once per session)."""
+    if name not in _REFERENCE:
+        _REFERENCE[name] = _run(name)
+    return _REFERENCE[name]
+
+
+@contextmanager
+def backend_compilations():
+    """Counts the XLA compilations inside the block (``jax.monitoring``'s backend-compile event)."""
+    count = [0]
+
+    def listener(event, duration, **_):
+        if event == "/jax/core/compile/backend_compile_duration":
+            count[0] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield count
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_second_call_compiles_nothing_repeats_bit_for_bit_and_is_finite(name):
+    ref = _reference(name)
+    with backend_compilations() as compiled:
+        again = _run(name)
+        other = _run(name, seed=11)
+    assert compiled[0] == 0, f"{compiled[0]} compilations on a second call"
+    (assert_same_run if REGISTRY[name].domain == "arms" else assert_same_bo_run)(again, ref)
+    for res in (ref, other):
+        for key, value in res.traces.items():
+            if np.issubdtype(value.dtype, np.floating):
+                assert np.all(np.isfinite(value)), key
+    key = "x" if REGISTRY[name].domain == "box" else "query"
+    assert other.seeds != ref.seeds and not np.array_equal(other.traces[key], ref.traces[key])
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_vmapped_mapped_and_single_seed_runs_agree(name):
+    """Finite arms: bit for bit. Boxes: map == alone bit for bit; vmap agrees to 1e-5 (XLA:CPU orders batched
+    reductions differently, 1 ulp per sum, amplified by the fits: README "Determinism")."""
+    ref = _reference(name)  # seeds by map
+    box = REGISTRY[name].domain == "box"
+    keys = ("x", "batch_index", "dict_size") if box else ("query", "batch_index", "dict_size", "reward")
+    n = len(ref.seeds)
+    for i, seed in enumerate(ref.seeds):
+        alone = _run(name, n_seeds=1, seed=seed)
+        for key in keys:
+            np.testing.assert_array_equal(alone.traces[key][0], ref.traces[key][i], err_msg=key)
+    vm = _run(name, seed_axis="vmap")
+    assert vm.seeds == ref.seeds and len(vm.seeds) == n
+    if box:
+        np.testing.assert_allclose(vm.traces["x"], ref.traces["x"], atol=1e-5)
+        np.testing.assert_array_equal(vm.traces["batch_index"], ref.traces["batch_index"])
+    else:
+        for key in keys:
+            np.testing.assert_array_equal(vm.traces[key], ref.traces[key], err_msg=key)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_interrupted_run_resumes_bit_for_bit(name, tmp_path, monkeypatch, capfd):
+    """Stop right after a checkpoint write and resume: the uninterrupted run's traces bit for bit. Finite
+    arms stop half-way; boxes, whose buffer grows once in this run (12 -> 24), at the last write before the
+    growth and at the first after it."""
+    ref = _reference(name)
+    box = REGISTRY[name].domain == "box"
+    same = assert_same_bo_run if box else assert_same_run
+    if box:
+        saves = []
+        with monkeypatch.context() as m:
+            interrupt_after(m, 10 ** 6, record=saves)  # the capacity of every write; never stops
+            same(_run(name, checkpoint=tmp_path / "all.npz", checkpoint_every=1), ref)
+        assert ref.capacity_events == ["sample buffer capacity 12 -> 24"]
+        assert saves[0] == (12,) and saves[-1] == (24,)
+        first_after = saves.index((24,)) + 1
+        stops = (first_after - 1, first_after)
+    else:
+        stops = (max(1, (int(ref.n_batches.max()) - 1) // 2),)
+    for n in stops:
+        path = tmp_path / f"ck{n}.npz"
+        stop_after_write(monkeypatch, n, lambda: _run(name, checkpoint=path, checkpoint_every=1))
+        assert path.is_file() and not list(tmp_path.glob(".*.tmp"))
+        capfd.readouterr()
+        resumed = _run(name, checkpoint=path, checkpoint_every=1)
+        assert 0 < resumed_at(capfd.readouterr().err) < ref.T
+        same(resumed, ref)

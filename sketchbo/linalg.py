@@ -118,13 +118,13 @@ def jacobi_eigh(A, sweeps: int | None = None, unroll: bool = True):
 
     Golub & Van Loan, *Matrix Computations* (4th ed.), §8.5 (Jacobi methods: the 2 x 2 symmetric Schur
     decomposition, cyclic Jacobi, the parallel ordering) and Brent & Luk, SIAM J. Sci. Stat. Comput. 6 (1985)
-    69–84. Written here from the algorithm, not from a library. A sweep is m - 1 steps
-    (m rounded up to even); each step rotates m/2 disjoint index pairs at once, held in the slots (k, m/2 + k),
-    as elementwise products on whole rows and columns, then moves the indices to their next slots by a fixed
-    permutation written as slices (:func:`_move`, the round-robin "circle"): O(m^2) work, no gathers. The
-    number of ``sweeps`` is fixed (static; None: :func:`default_sweeps`): no data-dependent loop, so the same
-    program runs under ``vmap`` for every seed. ``unroll``: unroll the steps of a sweep (one loop iteration per sweep instead of per step; every iteration of an XLA:GPU
-    loop is a host round trip, DESIGN §3).
+    69–84. Written here from the algorithm, not from a library. A sweep is m - 1 steps (m rounded up to even);
+    each step rotates m/2 disjoint index pairs at once, held in the slots (k, m/2 + k), as elementwise products
+    on whole rows and columns, then moves the indices to their next slots by a fixed permutation written as
+    slices (:func:`_move`, the round-robin "circle"): O(m^2) work, no gathers. The number of ``sweeps`` is
+    fixed (static; None: :func:`default_sweeps`): no data-dependent loop, so the same program runs under
+    ``vmap`` for every seed. ``unroll``: unroll the steps of a sweep (one loop iteration per sweep instead of
+    per step; every iteration of an XLA:GPU loop is a host round trip, DESIGN §3).
 
     For the accelerators, where cuSOLVER's ``eigh`` of a small matrix is a long chain of tiny kernels; on CPU
     LAPACK's ``eigh`` is faster (scripts/bench_eig.py).

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import sketchbo.runner as runner
+from sketchbo import linalg
 from sketchbo.linalg import jacobi_eigh, psd_inv_sqrt, resolve_eig_method, round_robin, sym_eig
 from sketchbo.problems import make_problem
 
@@ -32,6 +33,9 @@ def test_round_robin_meets_every_pair_once():
         for pairs in steps:  # n/2 disjoint pairs per step
             assert sorted(i for pair in pairs for i in pair) == list(range(n))
         assert len({pair for pairs in steps for pair in pairs}) == n * (n - 1) // 2  # every pair once a sweep
+        X = np.arange(n * 3).reshape(n, 3)  # the slices of the solver move the slots as round_robin says
+        np.testing.assert_array_equal(linalg._permute(jnp.asarray(X), n // 2, 0), X[linalg._move(n // 2)])
+        np.testing.assert_array_equal(linalg._permute(jnp.asarray(X.T), n // 2, 1), X.T[:, linalg._move(n // 2)])
 
 
 @pytest.mark.parametrize("m", [1, 2, 3, 8, 33, 80, 128])

@@ -119,6 +119,7 @@ class Static(NamedTuple):
     resample: str  # "code" (per unique arm, with counts) | "paper" (per pull)
     batch_rule: str  # name of the batch rule (see batch_rules.py)
     exact_dictionary: bool = False  # force S = all pulled arms (testing: Nyström == exact)
+    eig_method: str = "auto"  # eigensolver of the dictionary's m x m algebra (linalg.EIG_METHODS)
 
 
 class ArmSet(NamedTuple):

@@ -134,7 +134,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
         p_idx, p_mask, n_unique = nystrom.pulled_list(state.counts, static.u_max)
         dt, fdt = state.arms.dtype, state.W.dtype
         post = nystrom.posterior(kernel, params.kernel, state.arms, state.kdiag, idx, mask, p_idx, p_mask,
-                                 state.counts, state.ysum, params.lam, fdtype=fdt)
+                                 state.counts, state.ysum, params.lam, fdtype=fdt, eig_method=static.eig_method)
         if static.beta_mode == "vakili":  # Thm 3.5 with lambda_max of the pulled arms against the new dictionary
             lam_max = sparse_bounds.lambda_max(kernel, _as(fdt, params.kernel), state.arms.astype(fdt), post.W, idx,
                                                mask, p_idx, p_mask, state.counts)

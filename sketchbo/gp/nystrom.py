@@ -27,7 +27,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sketchbo.linalg import mm, psd_inv_sqrt, sherman_morrison
+from sketchbo.linalg import mm, psd_inv_sqrt, sherman_morrison, sym_eig
 
 
 class NystromPosterior(NamedTuple):
@@ -63,19 +63,21 @@ def factor_dtype(dtype):
     return jnp.promote_types(dtype, jax.dtypes.canonicalize_dtype(jnp.float64))
 
 
-def dictionary_factors(kernel, kparams, Xs, dict_mask, X_U, n_U, Y_U, lam):
+def dictionary_factors(kernel, kparams, Xs, dict_mask, X_U, n_U, Y_U, lam, eig_method: str = "auto"):
     """The m x m algebra of a resparsification, in the dtype of its inputs: ``(W, Vinv, B, a, rank)``.
 
     ``Xs`` (m_max, d) dictionary points, ``X_U`` (u_max, d) unique pulled arms with counts ``n_U`` and summed
     rewards ``Y_U`` (0 in empty slots). V = Z_U^T N Z_U + lam I is formed from the embedded pulled arms
     Z_U = K_US W^T, so it is positive definite by construction whatever the conditioning of K_S.
+    ``eig_method`` (static; ``linalg.EIG_METHODS``): the solver of both eigendecompositions, K_S and V
+    (``auto``: LAPACK's eigh on CPU, cyclic Jacobi on accelerators, ``linalg.resolve_eig_method``).
     """
-    W, rank = psd_inv_sqrt(kernel.k(kparams, Xs, Xs), dict_mask)
+    W, rank = psd_inv_sqrt(kernel.k(kparams, Xs, Xs), dict_mask, eig_method)
     # Empty slots need no masking below: W has zero columns there.
     Z_U = mm(kernel.k(kparams, X_U, Xs), W.T)  # (u_max, m_max) embedded pulled arms
     m = W.shape[0]
     V = mm((Z_U * n_U[:, None]).T, Z_U) + lam * jnp.eye(m, dtype=W.dtype)  # sum_i n_i z_i z_i^T + lam I
-    evals, Q = jnp.linalg.eigh(V)
+    evals, Q = sym_eig(V, eig_method)
     evals = jnp.maximum(evals, lam)  # V >= lam I exactly; guard the rounding
     Vinv = mm(Q / evals, Q.T)
     B = mm(W.T, mm(Q * jnp.sqrt(jnp.maximum(1.0 / lam - 1.0 / evals, 0.0)), Q.T))
@@ -84,7 +86,7 @@ def dictionary_factors(kernel, kparams, Xs, dict_mask, X_U, n_U, Y_U, lam):
 
 
 def posterior(kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pulled_mask, counts, ysum, lam,
-              fdtype=None):
+              fdtype=None, eig_method: str = "auto"):
     """Full DTC posterior of all arms for a new dictionary (one resparsification, DESIGN §3).
 
     ``pulled_idx``/``pulled_mask`` (u_max,) list the unique pulled arms; ``counts``/``ysum`` are (A,).
@@ -92,7 +94,8 @@ def posterior(kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pul
     B = W^T (I/lam - V^{-1})^{1/2} (V >= lam I): one (A x m)(m x m) product, and no cancellation between
     terms of size 1/(lam e_min(K_S)) as in k_S^T M k_S. Cost: K_AS (A m d), one A m^2 GEMM, O(U m^2 + m^3).
     ``fdtype`` (static; default the arms' dtype) is the dtype of the m x m algebra (:func:`factor_dtype`):
-    W, Vinv, B, a come back in it, mean and var in the arms' dtype.
+    W, Vinv, B, a come back in it, mean and var in the arms' dtype. ``eig_method`` (static): the
+    eigensolver of :func:`dictionary_factors`.
     """
     dt = arms.dtype
     fdt = dt if fdtype is None else fdtype
@@ -101,7 +104,7 @@ def posterior(kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pul
     Y_U = jnp.where(pulled_mask, ysum[pulled_idx], 0.0).astype(fdt)
     Xs = arms[dict_idx]  # (m_max, d)
     W, Vinv, B, a, rank = dictionary_factors(kernel, kp_f, Xs.astype(fdt), dict_mask, arms[pulled_idx].astype(fdt),
-                                             n_U, Y_U, jnp.asarray(lam).astype(fdt))
+                                             n_U, Y_U, jnp.asarray(lam).astype(fdt), eig_method)
     # The barrier materialises K_AS once; without it XLA on CPU fuses (and repeats) the exp into every
     # consumer, which measured 3x slower.
     K_AS = jax.lax.optimization_barrier(kernel.k(kparams, arms, Xs))  # (A, m_max)

@@ -145,16 +145,16 @@ EIG_METHODS = ("auto", "eigh", "jacobi")
 
 
 def resolve_eig_method(method: str) -> str:
-    """``auto`` -> ``jacobi`` on accelerators (GPU, TPU), ``eigh`` on CPU, decided at trace time from JAX's
-    default backend. On CPU LAPACK wins by far (scripts/bench_eig.py, RBF kernel matrices, 2 shared cores
-    under load ~8: eigh 0.19 / 0.35 / 1.7 ms at m = 32 / 64 / 128 against Jacobi's 2.3 / 11 / 185 ms; 10 seeds
-    vmapped 0.66 / 7.9 / 23 ms against 27 / 115 / 2500 ms). The accelerator branch follows issue 15 (cuSOLVER's
-    small eigh ≈ 1.7 ms at m ≈ 80 on an H100) and is not measured here."""
+    """``auto`` -> ``eigh`` on every backend until Jacobi is measured faster somewhere. On CPU LAPACK wins by
+    far (scripts/bench_eig.py, RBF kernel matrices, 2 shared cores under load ~8: eigh 0.19 / 0.35 / 1.7 ms at
+    m = 32 / 64 / 128 against Jacobi's 2.3 / 11 / 185 ms; 10 seeds vmapped 0.66 / 7.9 / 23 ms against
+    27 / 115 / 2500 ms). On a GPU cuSOLVER's small eigh takes ≈ 1.7 ms at m ≈ 80 (issue 15) while the
+    unrolled Jacobi is ≈ 20 sweeps x (m - 1) steps x ~13 fused kernels, ~2·10^4 launches inside the program:
+    not obviously faster, and not measured (no GPU was lent). ``jacobi`` is there to be chosen and measured
+    (``python scripts/bench_eig.py`` on the accelerator)."""
     if method not in EIG_METHODS:
         raise ValueError(f"eig_method={method!r}; choose one of {list(EIG_METHODS)}")
-    if method == "auto":
-        return "eigh" if jax.default_backend() == "cpu" else "jacobi"
-    return method
+    return "eigh" if method == "auto" else method
 
 
 def sym_eig(A, method: str = "auto"):

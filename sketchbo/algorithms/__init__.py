@@ -13,13 +13,20 @@
 Continuous domains ([0, 1]^d, GSSBO, Wei et al. 2025) have their own registry, :data:`BO_ALGORITHMS`, run
 by :func:`sketchbo.continuous.run` (``subset_bo.py``): ``std_gp_ucb``, ``gssbo``, ``rssbo``, ``kmeans_pp``,
 ``lr_first_m``, ``sparse_gp``, ``ipa``, ``mini_gp_ucb``; the random embeddings ``rembo``, ``hesbo``
-(``embeddings.py``) and ``vecchia_bo`` (``vecchia_bo.py``).
+(``embeddings.py``), ``vecchia_bo`` (``vecchia_bo.py``) and the neural surrogates of GSSBO's App. B.5:
+
+| name          | paper                                          | surrogate                                    |
+|---------------|------------------------------------------------|----------------------------------------------|
+| ``dkl_ucb``   | Wilson et al., AISTATS 2016 (GSSBO Fig. 10)    | exact GP, Matérn-5/2 on MLP features (``dkl_bo.py``) |
+| ``bnn_ucb``   | Lakshminarayanan et al., NeurIPS 2017 (Fig. 11) | deep ensemble of E MLPs, mean + kappa std (``bnn_bo.py``) |
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
 from sketchbo.algorithms.batch_rules import BATCH_RULES
+from sketchbo.algorithms.bnn_bo import make_bnn_bo
+from sketchbo.algorithms.dkl_bo import make_dkl_bo
 from sketchbo.algorithms.common import Algorithm, ArmSet, Params, Static
 from sketchbo.algorithms.embeddings import EMBEDDINGS, make_embedding_bo
 from sketchbo.algorithms.vecchia_bo import make_vecchia_bo
@@ -105,6 +112,19 @@ BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
     # m: conditioning-set size, fixed (32: our choice; Jimenez & Katzfuss grow it like 7.2 log10(n)^2)
     "vecchia_bo": AlgorithmSpec("vecchia_bo", "VecchiaBO: GP-UCB on a Vecchia GP (maximin order, m nearest "
                                 "earlier neighbours)", "continuous", False, {**_BO, "m": 32}, "sequential"),
+    # GSSBO App. B.5 (Figs. 10-11); every size below is our choice (the paper gives none). hidden: MLP hidden
+    # widths; features: dkl_ucb's feature dimension; fit_steps / lr_fit: the joint Adam fit of MLP weights and
+    # GP hyperparameters (dkl_ucb) or of the members (bnn_ucb) per round, warm-started
+    "dkl_ucb": AlgorithmSpec("dkl_ucb", "Deep-kernel UCB: exact GP, Matérn-5/2 on MLP features (Wilson et al. "
+                             "2016)", "continuous", False,
+                             {**_BO, "fit_steps": 50, "lr_fit": 0.01, "hidden": [32, 32], "features": 4},
+                             "sequential"),
+    # ensemble: E members (5, with one hidden layer of 50 units: Lakshminarayanan et al.'s UCI setting); kappa:
+    # UCB = mu + kappa sigma (our choice); loss: mean squared error (bnn_bo.py says why not the Gaussian NLL)
+    "bnn_ucb": AlgorithmSpec("bnn_ucb", "BNN-UCB: deep ensemble of E MLPs, UCB = mean + kappa std "
+                             "(Lakshminarayanan et al. 2017)", "continuous", False,
+                             {**_BO, "fit_steps": 100, "lr_fit": 0.01, "hidden": [50], "ensemble": 5, "kappa": 2.0},
+                             "sequential"),
 }
 
 _BATCH_RULE_NAMES = {"product": "product", "sum": "bbkb_global"}  # gp_bucb's ``batch_rule`` option
@@ -137,6 +157,10 @@ def build_bo(spec: AlgorithmSpec, static: BOStatic) -> Algorithm:
         return make_embedding_bo(static)
     if spec.name == "vecchia_bo":
         return make_vecchia_bo(static)
+    if spec.name == "dkl_ucb":
+        return make_dkl_bo(static)
+    if spec.name == "bnn_ucb":
+        return make_bnn_bo(static)
     return make_subset_bo(static)
 
 

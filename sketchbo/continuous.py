@@ -261,7 +261,7 @@ def _element_args(s: _Setup):
         return jnp.full((len(s.seeds),), v, jdt)
 
     h = s.hyper
-    params = BOParams(beta_c=per_seed(h["beta_c"]), sigma_d2=per_seed(h.get("sigma_d2", 0.0)),
+    params = BOParams(beta_c=per_seed(h.get("beta_c", 0.0)), sigma_d2=per_seed(h.get("sigma_d2", 0.0)),
                       C=per_seed(h.get("C", 1.0)), lr_fit=per_seed(h["lr_fit"]), lr_acq=per_seed(h["lr_acq"]),
                       local_scale=per_seed(h["local_scale"]), kappa=per_seed(h.get("kappa", 0.0)))
     return stacked_keys(s.seeds), params, per_seed(s.problem.noise_std)

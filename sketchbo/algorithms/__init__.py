@@ -120,11 +120,12 @@ BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
                              {**_BO, "fit_steps": 50, "lr_fit": 0.01, "hidden": [32, 32], "features": 4},
                              "sequential"),
     # ensemble: E members (5, with one hidden layer of 50 units: Lakshminarayanan et al.'s UCI setting); kappa:
-    # UCB = mu + kappa sigma (our choice); loss: mean squared error (bnn_bo.py says why not the Gaussian NLL)
+    # UCB = mu + kappa sigma (our choice; it replaces beta_c); loss: mean squared error (bnn_bo.py says why not
+    # the Gaussian NLL)
     "bnn_ucb": AlgorithmSpec("bnn_ucb", "BNN-UCB: deep ensemble of E MLPs, UCB = mean + kappa std "
                              "(Lakshminarayanan et al. 2017)", "continuous", False,
-                             {**_BO, "fit_steps": 100, "lr_fit": 0.01, "hidden": [50], "ensemble": 5, "kappa": 2.0},
-                             "sequential"),
+                             {**{k: v for k, v in _BO.items() if k != "beta_c"}, "fit_steps": 100, "lr_fit": 0.01,
+                              "hidden": [50], "ensemble": 5, "kappa": 2.0}, "sequential"),
 }
 
 _BATCH_RULE_NAMES = {"product": "product", "sum": "bbkb_global"}  # gp_bucb's ``batch_rule`` option

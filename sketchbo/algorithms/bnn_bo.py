@@ -94,7 +94,7 @@ def make_bnn_bo(static: BOStatic) -> Algorithm:
 
     def init(key, problem, params: BOParams) -> EnsembleState:
         del problem
-        dt = params.beta_c.dtype
+        dt = params.kappa.dtype
         data = Data(jnp.zeros((cap, d), dt), jnp.zeros((cap,), dt), jnp.zeros((cap,), dt), jnp.zeros((), jnp.int32))
         return EnsembleState(data=data, nets=init_ensemble(key, E, widths, dt), beta=jnp.zeros((), dt),
                              next_x=jnp.full((d,), 0.5, dt), t=jnp.zeros((), jnp.int32), batch_open=jnp.asarray(True))

@@ -206,3 +206,14 @@ def test_learns_on_hartmann6_below_uniform_random_search(name):
     after = res.traces["instant_regret"][:, 10:].mean(axis=1)
     assert np.all(after < 0.75 * unif), (after, unif)
     assert np.all(res.regret_ratio < 1.0)
+
+
+@pytest.mark.parametrize("name, params, message", [
+    ("dkl_ucb", {"hidden": [16, 0]}, r"algorithm\.hidden="), ("dkl_ucb", {"hidden": "32"}, r"algorithm\.hidden="),
+    ("bnn_ucb", {"hidden": [2.5]}, r"algorithm\.hidden="), ("dkl_ucb", {"features": 0}, r"algorithm\.features="),
+    ("bnn_ucb", {"ensemble": 0}, r"algorithm\.ensemble="), ("bnn_ucb", {"kappa": -1.0}, r"algorithm\.kappa="),
+    ("bnn_ucb", {"beta_c": 0.2}, "no parameter"),  # kappa is bnn_ucb's width; it has no beta_t schedule
+])
+def test_bad_network_settings_are_clean_errors_before_compilation(name, params, message):
+    with pytest.raises(ValueError, match=message):
+        continuous.run(name, make_problem("hartmann6"), T=20, params=params, progress=False)

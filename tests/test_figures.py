@@ -103,8 +103,8 @@ def test_dry_run_lists_every_run_once_then_every_plot(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     runs = [line for line in lines if " -m sketchbo -m " in line]
-    # sbpe.yaml and gssbo_dkl_bnn.yaml: two quick commands each
-    assert len(runs) == 13 and all("progress=false" in line for line in runs)
+    # sbpe.yaml: two quick commands; gssbo_dkl_bnn.yaml: four
+    assert len(runs) == 15 and all("progress=false" in line for line in runs)
     fig1_dir = tmp_path / "r" / "quick" / "bbkb_fig1"
     assert sum(f"hydra.sweep.dir={fig1_dir}" in line for line in runs) == 2  # Fig. 2 adds no runs
     gssbo2_dir = tmp_path / "r" / "quick" / "gssbo_fig2"

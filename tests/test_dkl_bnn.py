@@ -169,7 +169,8 @@ def test_jitted_steps_do_not_recompile_and_return_finite_outputs(name):
             state, _ = update(state, xs, ys, valid, params)
             state, info = resparsify(jax.random.key(100 + r), state, params)
         assert int(state.data.n) == n0 + 2
-        assert all(bool(jnp.all(jnp.isfinite(v))) for v in jax.tree.leaves(state) if jnp.issubdtype(v.dtype, jnp.floating))
+        floats = [v for v in jax.tree.leaves(state) if jnp.issubdtype(v.dtype, jnp.floating)]
+        assert all(bool(jnp.all(jnp.isfinite(v))) for v in floats)
         assert all(bool(jnp.all(jnp.isfinite(v))) for v in jax.tree.leaves(info))
         assert {"dict_size", "beta", "ucb"} <= set(info) and ("lml" in info) == (name == "dkl_ucb")
         assert bool(jnp.all((state.next_x >= 0) & (state.next_x <= 1)))

@@ -15,10 +15,10 @@ by :func:`sketchbo.continuous.run` (``subset_bo.py``): ``std_gp_ucb``, ``gssbo``
 ``lr_first_m``, ``sparse_gp``, ``ipa``, ``mini_gp_ucb``; the random embeddings ``rembo``, ``hesbo``
 (``embeddings.py``), ``vecchia_bo`` (``vecchia_bo.py``) and the neural surrogates of GSSBO's App. B.5:
 
-| name          | paper                                          | surrogate                                    |
-|---------------|------------------------------------------------|----------------------------------------------|
-| ``dkl_ucb``   | Wilson et al., AISTATS 2016 (GSSBO Fig. 10)    | exact GP, Matérn-5/2 on MLP features (``dkl_bo.py``) |
-| ``bnn_ucb``   | Lakshminarayanan et al., NeurIPS 2017 (Fig. 11) | deep ensemble of E MLPs, mean + kappa std (``bnn_bo.py``) |
+| name        | paper                                           | surrogate (module)                                   |
+|-------------|-------------------------------------------------|------------------------------------------------------|
+| ``dkl_ucb`` | Wilson et al., AISTATS 2016 (Fig. 10)           | exact GP, Matérn-5/2 on MLP features (``dkl_bo.py``) |
+| ``bnn_ucb`` | Lakshminarayanan et al., NeurIPS 2017 (Fig. 11) | deep ensemble, mean + kappa std (``bnn_bo.py``)      |
 """
 from __future__ import annotations
 
@@ -112,9 +112,9 @@ BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
     # m: conditioning-set size, fixed (32: our choice; Jimenez & Katzfuss grow it like 7.2 log10(n)^2)
     "vecchia_bo": AlgorithmSpec("vecchia_bo", "VecchiaBO: GP-UCB on a Vecchia GP (maximin order, m nearest "
                                 "earlier neighbours)", "continuous", False, {**_BO, "m": 32}, "sequential"),
-    # GSSBO App. B.5 (Figs. 10-11); every size below is our choice (the paper gives none). hidden: MLP hidden
-    # widths; features: dkl_ucb's feature dimension; fit_steps / lr_fit: the joint Adam fit of MLP weights and
-    # GP hyperparameters (dkl_ucb) or of the members (bnn_ucb) per round, warm-started
+    # GSSBO App. B.5 (Figs. 10-11); the paper gives no settings: every value is our choice unless marked.
+    # hidden: MLP hidden widths; features: dkl_ucb's feature dimension; fit_steps / lr_fit: the joint Adam fit
+    # of MLP weights and GP hyperparameters (dkl_ucb) or of the members (bnn_ucb) per round, warm-started
     "dkl_ucb": AlgorithmSpec("dkl_ucb", "Deep-kernel UCB: exact GP, Matérn-5/2 on MLP features (Wilson et al. "
                              "2016)", "continuous", False,
                              {**_BO, "fit_steps": 50, "lr_fit": 0.01, "hidden": [32, 32], "features": 4},

@@ -58,7 +58,8 @@ class BOTraces(NamedTuple):
 
 # ----------------------------------------------------------------------------------- validation
 
-_INTS = {"n0": 1, "fit_steps": 0, "n_uniform": 1, "n_local": 0, "n_starts": 1, "acq_steps": 0, "m": 1}
+_INTS = {"n0": 1, "fit_steps": 0, "n_uniform": 1, "n_local": 0, "n_starts": 1, "acq_steps": 0, "m": 1,
+         "features": 1, "ensemble": 1}
 _FLOATS = {
     "beta_c": (lambda v: v >= 0, "it must be a finite number >= 0"),
     "lr_fit": (lambda v: v > 0, "it must be a finite number > 0"),
@@ -68,6 +69,7 @@ _FLOATS = {
     "n_overhead": (lambda v: v >= 0, "it must be a finite number >= 0"),
     "sigma_d2": (lambda v: v >= 0, "it must be a finite number >= 0"),
     "C": (lambda v: v >= 1, "it must be a finite number >= 1"),
+    "kappa": (lambda v: v >= 0, "it must be a finite number >= 0"),
 }
 
 
@@ -93,6 +95,8 @@ def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict
         raise invalid_value("algorithm.selection", hyper["selection"], f"one of {list(_SELECTIONS)}")
     if "keep_best" in hyper and not isinstance(hyper["keep_best"], bool):
         raise invalid_value("algorithm.keep_best", hyper["keep_best"], "true or false")
+    if "hidden" in hyper:
+        hyper["hidden"] = check_widths("algorithm.hidden", hyper["hidden"])
     if hyper["n0"] > T:
         raise invalid_value("algorithm.n0", hyper["n0"], f"the initial design cannot exceed T={T}")
     if hyper["n_starts"] > hyper["n_uniform"] + hyper["n_local"]:
@@ -105,6 +109,16 @@ def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict
             hyper["M"] = check_int("algorithm.M", hyper["M"], hyper["n0"] + 1)
             hyper["M_resolved"] = hyper["M"]
     return hyper
+
+
+def check_widths(name: str, value) -> list:
+    """An MLP's hidden widths: a list (or tuple) of ints >= 1, possibly empty; ValueError naming ``name``."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise invalid_value(name, value, "a list of hidden-layer widths (ints >= 1), e.g. [32, 32]")
+    try:
+        return [check_int(name, v, 1) for v in value]
+    except ValueError:
+        raise invalid_value(name, value, "a list of hidden-layer widths (ints >= 1), e.g. [32, 32]") from None
 
 
 def model_rows(algorithm: str, hyper: dict, T: int) -> int:
@@ -236,7 +250,8 @@ def _static(s: _Setup, cap: int) -> BOStatic:
     acq = acquisition.AcqStatic(h["n_uniform"], h["n_local"], h["n_starts"], h["acq_steps"])
     return BOStatic(variant=s.algorithm, d=s.problem.d, T=s.T, cap=cap, n0=h["n0"], M=model_rows(s.algorithm, h, s.T),
                     fit_steps=h["fit_steps"], acq=acq, selection=h.get("selection", "pivoted"),
-                    keep_best=h.get("keep_best", False))
+                    keep_best=h.get("keep_best", False), hidden=tuple(h.get("hidden", ())),
+                    features=h.get("features", 0), ensemble=h.get("ensemble", 0))
 
 
 def _element_args(s: _Setup):
@@ -247,9 +262,9 @@ def _element_args(s: _Setup):
         return jnp.full((len(s.seeds),), v, jdt)
 
     h = s.hyper
-    params = BOParams(beta_c=per_seed(h["beta_c"]), sigma_d2=per_seed(h.get("sigma_d2", 0.0)),
+    params = BOParams(beta_c=per_seed(h.get("beta_c", 0.0)), sigma_d2=per_seed(h.get("sigma_d2", 0.0)),
                       C=per_seed(h.get("C", 1.0)), lr_fit=per_seed(h["lr_fit"]), lr_acq=per_seed(h["lr_acq"]),
-                      local_scale=per_seed(h["local_scale"]))
+                      local_scale=per_seed(h["local_scale"]), kappa=per_seed(h.get("kappa", 0.0)))
     return stacked_keys(s.seeds), params, per_seed(s.problem.noise_std)
 
 

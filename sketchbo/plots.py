@@ -36,15 +36,17 @@ LABELS = {
     # continuous domains (GSSBO's names)
     "std_gp_ucb": "Standard GP-UCB", "gssbo": "GSSBO", "rssbo": "RSSBO", "kmeans_pp": "K-means++",
     "lr_first_m": "LR-First m", "sparse_gp": "SparseGP", "mini_gp_ucb": "mini-META",
+    "dkl_ucb": "Deep-kernel UCB", "bnn_ucb": "BNN-UCB",
 }
 COLORS = {
     "bbkb": "tab:red", "bbkb_local": "tab:orange", "bkb": "tab:blue", "gp_ucb": "tab:green",
     "gp_bucb": "tab:purple", "eps_greedy": "tab:gray", "sbpe": "tab:pink",
     "std_gp_ucb": "tab:green", "gssbo": "tab:red", "rssbo": "tab:blue", "kmeans_pp": "tab:brown",
     "lr_first_m": "tab:olive", "sparse_gp": "tab:purple", "mini_gp_ucb": "tab:cyan",
+    "dkl_ucb": "tab:blue", "bnn_ucb": "tab:orange",
 }
 ORDER = ("bbkb", "bbkb_local", "bkb", "gp_ucb", "gp_bucb", "eps_greedy", "sbpe",
-         "gssbo", "rssbo", "std_gp_ucb", "lr_first_m", "sparse_gp", "mini_gp_ucb", "kmeans_pp")
+         "gssbo", "rssbo", "std_gp_ucb", "lr_first_m", "sparse_gp", "mini_gp_ucb", "kmeans_pp", "dkl_ucb", "bnn_ucb")
 MAX_POINTS = 1500  # points drawn per curve (evenly spaced steps); keeps the PDFs small at T = 10^4
 
 

@@ -46,8 +46,9 @@ def _parts(name, T=24):
         return build(spec, static), ArmSet(jnp.asarray(SMALL.arms)), params, fb
     hyper = continuous.resolve_hyperparameters(name, {}, T)
     static = BOStatic(variant=name, d=6, T=T, cap=T, n0=6, M=continuous.model_rows(name, hyper, T), fit_steps=2,
-                      acq=AcqStatic(64, 16, 2, 2))
-    params = BOParams(*(jnp.asarray(v, jnp.float64) for v in (0.2, 0.01, 2.0, 0.05, 0.01, 0.05)))
+                      acq=AcqStatic(64, 16, 2, 2), hidden=tuple(hyper.get("hidden", ())),
+                      features=hyper.get("features", 0), ensemble=hyper.get("ensemble", 0))
+    params = BOParams(*(jnp.asarray(v, jnp.float64) for v in (0.2, 0.01, 2.0, 0.05, 0.01, 0.05, 2.0)))
     fb = Feedback(jnp.full((T, 6), 0.5), jnp.zeros(T), jnp.arange(T) < 6)
     return build(spec, static), BoxSet(jnp.zeros(6), jnp.ones(6)), params, fb
 

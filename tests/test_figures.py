@@ -56,7 +56,7 @@ def check_figure(out_dir: Path, name: str) -> None:
 def test_experiment_specs_are_valid_and_every_key_is_commented():
     specs = reproduce.load_specs()
     assert set(specs) == {"bbkb_fig1", "bbkb_fig2", "bkb_fig1", "bbkb_sweep", "gssbo_fig2", "gssbo_fig3",
-                          "gssbo_fig4", "gssbo_fig7", "sbpe", "coverage"}
+                          "gssbo_fig4", "gssbo_fig7", "gssbo_dkl_bnn", "sbpe", "coverage"}
     for spec in specs.values():
         assert (REPO / shlex.split(spec["plot"])[0]).is_file()
     key_line = re.compile(r"^\s*(- )?[A-Za-z_][\w]*:")
@@ -103,7 +103,8 @@ def test_dry_run_lists_every_run_once_then_every_plot(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     runs = [line for line in lines if " -m sketchbo -m " in line]
-    assert len(runs) == 11 and all("progress=false" in line for line in runs)  # sbpe.yaml: two quick commands
+    # sbpe.yaml: two quick commands; gssbo_dkl_bnn.yaml: four
+    assert len(runs) == 15 and all("progress=false" in line for line in runs)
     fig1_dir = tmp_path / "r" / "quick" / "bbkb_fig1"
     assert sum(f"hydra.sweep.dir={fig1_dir}" in line for line in runs) == 2  # Fig. 2 adds no runs
     gssbo2_dir = tmp_path / "r" / "quick" / "gssbo_fig2"
@@ -111,7 +112,8 @@ def test_dry_run_lists_every_run_once_then_every_plot(tmp_path):
     plot_lines = [line for line in lines if Path(shlex.split(line)[1]).name.startswith("plot_")]
     assert [Path(shlex.split(line)[1]).name for line in plot_lines] == [
         "plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py", "plot_coverage.py",
-        "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py", "plot_gssbo_fig7.py", "plot_sbpe.py"]
+        "plot_gssbo_dkl_bnn.py", "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py",
+        "plot_gssbo_fig7.py", "plot_sbpe.py"]
     bad = run_script(SCRIPTS / "reproduce.py", "quick", "--only", "nope", "--dry-run")
     assert bad.returncode == 2 and "unknown figure" in bad.stderr
 
@@ -196,7 +198,8 @@ def test_plot_script_on_tiny_results_writes_png_and_pdf(tiny_results, tmp_path, 
 
 @pytest.mark.parametrize("script", ["plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py",
                                     "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py",
-                                    "plot_gssbo_fig7.py", "plot_sbpe.py", "plot_coverage.py"])
+                                    "plot_gssbo_fig7.py", "plot_gssbo_dkl_bnn.py", "plot_sbpe.py",
+                                    "plot_coverage.py"])
 def test_plot_script_without_results_fails_clearly(tmp_path, script):
     proc = run_script(SCRIPTS / script, "--results", tmp_path / "missing", "--out", tmp_path)
     assert proc.returncode == 2 and f"{script}: error:" in proc.stderr and "missing" in proc.stderr
@@ -290,7 +293,7 @@ def test_quick_reproduction_set_runs_end_to_end_and_resumes(tmp_path):
                           text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for name in ("bbkb_fig1", "bbkb_fig2", "bbkb_sweep", "bkb_fig1", "gssbo_fig2", "gssbo_fig3", "gssbo_fig4",
-                 "gssbo_fig7", "sbpe", "coverage"):
+                 "gssbo_fig7", "gssbo_dkl_bnn", "sbpe", "coverage"):
         check_figure(tmp_path / "figures" / "quick", name)
     fig1 = plots.load_results(tmp_path / "results" / "quick" / "bbkb_fig1")
     assert {(r.problem, r.algorithm) for r in fig1} == {

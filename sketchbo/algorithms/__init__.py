@@ -14,17 +14,25 @@ Continuous domains ([0, 1]^d, GSSBO, Wei et al. 2025) are the ``box`` domain of 
 (:data:`REGISTRY`; :data:`ALGORITHMS` and :data:`BO_ALGORITHMS` are its two domains), run by
 :func:`sketchbo.continuous.run` (``subset_bo.py``): ``std_gp_ucb``, ``gssbo``, ``rssbo``, ``kmeans_pp``,
 ``lr_first_m``, ``sparse_gp``, ``ipa``, ``mini_gp_ucb``; the random embeddings ``rembo``, ``hesbo``
-(``embeddings.py``) and ``vecchia_bo`` (``vecchia_bo.py``). Every algorithm of both domains follows one
-contract (``common.Algorithm``): ``init(key, problem, params)``, ``select(key, state, params) -> (query,
-state, StepInfo)``, ``update(state, Feedback, params)``, ``resparsify(key, state, params) -> (state,
-RoundInfo)``.
+(``embeddings.py``), ``vecchia_bo`` (``vecchia_bo.py``) and the neural surrogates of GSSBO's App. B.5:
+
+| name        | paper                                           | surrogate (module)                                   |
+|-------------|-------------------------------------------------|------------------------------------------------------|
+| ``dkl_ucb`` | Wilson et al., AISTATS 2016 (Fig. 10)           | exact GP, Matérn-5/2 on MLP features (``dkl_bo.py``) |
+| ``bnn_ucb`` | Lakshminarayanan et al., NeurIPS 2017 (Fig. 11) | deep ensemble, mean + kappa std (``bnn_bo.py``)      |
+
+Every algorithm of both domains follows one contract (``common.Algorithm``): ``init(key, problem, params)``,
+``select(key, state, params) -> (query, state, StepInfo)``, ``update(state, Feedback, params)``,
+``resparsify(key, state, params) -> (state, RoundInfo)``.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
 from sketchbo.algorithms.batch_rules import BATCH_RULES
+from sketchbo.algorithms.bnn_bo import make_bnn_bo
 from sketchbo.algorithms.common import Algorithm, ArmSet, BoxSet, Feedback, Params, RoundInfo, Static, StepInfo
+from sketchbo.algorithms.dkl_bo import make_dkl_bo
 from sketchbo.algorithms.embeddings import EMBEDDINGS, make_embedding_bo
 from sketchbo.algorithms.vecchia_bo import make_vecchia_bo
 from sketchbo.algorithms.eps_greedy import make_eps_greedy
@@ -112,6 +120,20 @@ BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
     # m: conditioning-set size, fixed (32: our choice; Jimenez & Katzfuss grow it like 7.2 log10(n)^2)
     "vecchia_bo": AlgorithmSpec("vecchia_bo", "VecchiaBO: GP-UCB on a Vecchia GP (maximin order, m nearest "
                                 "earlier neighbours)", "continuous", False, {**_BO, "m": 32}, "sequential", "box"),
+    # GSSBO App. B.5 (Figs. 10-11); the paper gives no settings: every value is our choice unless marked.
+    # hidden: MLP hidden widths; features: dkl_ucb's feature dimension; fit_steps / lr_fit: the joint Adam fit
+    # of MLP weights and GP hyperparameters (dkl_ucb) or of the members (bnn_ucb) per round, warm-started
+    "dkl_ucb": AlgorithmSpec("dkl_ucb", "Deep-kernel UCB: exact GP, Matérn-5/2 on MLP features (Wilson et al. "
+                             "2016)", "continuous", False,
+                             {**_BO, "fit_steps": 50, "lr_fit": 0.01, "hidden": [32, 32], "features": 4},
+                             "sequential", "box"),
+    # ensemble: E members (5, with one hidden layer of 50 units: Lakshminarayanan et al.'s UCI setting); kappa:
+    # UCB = mu + kappa sigma (our choice; it replaces beta_c); loss: mean squared error (bnn_bo.py says why not
+    # the Gaussian NLL)
+    "bnn_ucb": AlgorithmSpec("bnn_ucb", "BNN-UCB: deep ensemble of E MLPs, UCB = mean + kappa std "
+                             "(Lakshminarayanan et al. 2017)", "continuous", False,
+                             {**{k: v for k, v in _BO.items() if k != "beta_c"}, "fit_steps": 100, "lr_fit": 0.01,
+                              "hidden": [50], "ensemble": 5, "kappa": 2.0}, "sequential", "box"),
 }
 
 # One registry for both domains; ALGORITHMS / BO_ALGORITHMS are its two domains
@@ -151,6 +173,10 @@ def build_bo(spec: AlgorithmSpec, static: BOStatic) -> Algorithm:
         return make_embedding_bo(static)
     if spec.name == "vecchia_bo":
         return make_vecchia_bo(static)
+    if spec.name == "dkl_ucb":
+        return make_dkl_bo(static)
+    if spec.name == "bnn_ucb":
+        return make_bnn_bo(static)
     return make_subset_bo(static)
 
 

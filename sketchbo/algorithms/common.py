@@ -85,6 +85,7 @@ class RoundInfo(NamedTuple):
     noise: jax.Array | None = None  # () fitted noise variance (boxes)
     repeats: jax.Array | None = None  # () int32 mini-META: repeated evaluations of the last point
     refine_gain: jax.Array | None = None  # () gain of the acquisition's gradient refinement (boxes)
+    mse: jax.Array | None = None  # () bnn_ucb: the ensemble's mean training loss (it has no likelihood)
 
 
 def present(value, default):

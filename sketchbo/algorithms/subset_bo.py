@@ -51,7 +51,8 @@ from sketchbo.kernels import get_kernel
 MATERN = get_kernel("matern52")
 
 # name -> (subset selection, engine, repeat points): every continuous algorithm's entry, read by the factory and
-# the runner; ``rembo``, ``hesbo`` (``embeddings.py``) and ``vecchia_bo`` (``vecchia_bo.py``) have their own factories
+# the runner; ``rembo``, ``hesbo`` (``embeddings.py``), ``vecchia_bo`` (``vecchia_bo.py``), ``dkl_ucb`` (``dkl_bo.py``)
+# and ``bnn_ucb`` (``bnn_bo.py``) have their own factories
 VARIANTS = {
     "std_gp_ucb": ("all", "exact", False),
     "gssbo": ("named", "exact", False),  # the rule named by BOStatic.selection
@@ -65,6 +66,8 @@ VARIANTS = {
     "hesbo": ("all", "exact", False),
     "ipa": ("ipa", "nystrom", False),  # m inducing points by IPA's quality-weighted DPP (ipa_rows)
     "vecchia_bo": ("vecchia", "vecchia", False),  # ``vecchia_bo.py``: every row, Vecchia's likelihood
+    "dkl_ucb": ("all", "dkl", False),  # ``dkl_bo.py``: exact GP on MLP features of every row
+    "bnn_ucb": ("all", "ensemble", False),  # ``bnn_bo.py``: a deep ensemble of MLPs trained on every row
 }
 
 
@@ -82,6 +85,9 @@ class BOStatic(NamedTuple):
     n_incumbents: int = 5  # best observed points whose perturbations are candidates
     selection: str = "pivoted"  # gssbo's rule: one of subset.SELECTIONS (default by measurement; "gradient" = "cosine")
     keep_best: bool = False  # also force the best observed sample into the subset (our option, not the paper's)
+    hidden: tuple = ()  # hidden-layer widths of the MLPs of dkl_ucb and bnn_ucb (``dkl_bo.py``, ``bnn_bo.py``)
+    features: int = 0  # dkl_ucb: width of the MLP's output, the features the GP's kernel sees
+    ensemble: int = 0  # bnn_ucb: members E of the deep ensemble
 
 
 class BOParams(NamedTuple):
@@ -93,6 +99,7 @@ class BOParams(NamedTuple):
     lr_fit: jax.Array  # Adam step of the hyperparameter fit
     lr_acq: jax.Array  # Adam step of the acquisition refinement
     local_scale: jax.Array  # std of the incumbent perturbations
+    kappa: jax.Array | None = None  # bnn_ucb's UCB width: mu + kappa sigma (None: not given, unused elsewhere)
 
 
 class Data(NamedTuple):

@@ -1,0 +1,41 @@
+"""GSSBO App. B.5 (Figs. 10-11): cumulative regret R_t against t on Hartmann6 for the neural surrogates.
+
+Standard GP-UCB, GSSBO, deep-kernel UCB (``dkl_ucb``) and BNN-UCB (``bnn_ucb``), whichever were run, mean ± std
+over seeds of R_t = sum_{s <= t} (f(x_s) - f_min) (Wei et al. 2025, App. B.5; one panel per problem found,
+Hartmann6 in the paper). Reads the runs of ``experiments/gssbo_dkl_bnn.yaml`` and writes ``gssbo_dkl_bnn.png``
+and ``.pdf``::
+
+    python scripts/plot_gssbo_dkl_bnn.py --results results/quick/gssbo_dkl_bnn --out figures/quick
+"""
+from __future__ import annotations
+
+from sketchbo import plots
+
+NAME = "gssbo_dkl_bnn"
+HINT = "run `scripts/reproduce.sh quick --only gssbo_dkl_bnn` (or paper) first"
+METHODS = ("std_gp_ucb", "gssbo", "dkl_ucb", "bnn_ucb")
+
+
+def main(argv=None):
+    parser = plots.figure_parser(__doc__.splitlines()[0], "directory holding the runs (searched recursively)")
+    args = parser.parse_args(argv)
+    results = plots.load_results(args.results, HINT)
+    problems = sorted({r.problem for r in results if r.algorithm in METHODS})
+    if not problems:
+        raise plots.ResultsError(f"no results of {', '.join(METHODS)} under {args.results} (found "
+                                 f"{sorted({r.algorithm for r in results})}); {HINT}")
+    plt = plots.pyplot()
+    fig, axes = plt.subplots(1, len(problems), figsize=(4.8 * len(problems), 3.6), squeeze=False)
+    handles = {}
+    for ax, problem in zip(axes[0], problems):
+        present = [a for a in METHODS if any(r.problem == problem and r.algorithm == a for r in results)]
+        for algorithm in present:
+            res = plots.pick(results, problem, algorithm)
+            handles[algorithm] = plots.band(ax, plots.steps(res), plots.cumulative_regret(res), algorithm)
+        ax.set_title(problem, loc="left", fontsize=10)
+        ax.set_ylabel(r"cumulative regret $R_t$")
+    return plots.finish_with_legend(fig, handles, args.out or args.results, NAME)
+
+
+if __name__ == "__main__":
+    plots.script_main(main)

@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import yaml
+from hydra.errors import HydraException
 
 REPO = Path(__file__).resolve().parent.parent
 EXPERIMENTS = REPO / "experiments"
@@ -447,7 +448,7 @@ def main(argv=None) -> None:
     try:
         units = [] if args.plots_only else run_units(specs, figures, args.scale, results, args.overrides,
                                                      args.seeds, args.sweeps)
-    except SpecError as err:
+    except (SpecError, HydraException) as err:  # a malformed override
         parser.error(str(err))
     plots = plot_commands(specs, figures, args.scale, results, out)
     estimator = Estimator()

@@ -334,7 +334,8 @@ def eta(estimator: Estimator, units: list[Unit]) -> str:
 def progress_line(done: int, pending: list[Unit], estimator: Estimator) -> str:
     unit = pending[0]
     resume = " (resuming from its checkpoint)" if has_checkpoint(unit) else ""
-    return f"[{done}/{done + len(pending)} done, {len(pending)} left] {unit.label}{resume} — {eta(estimator, pending)}"
+    counts = f"[{done}/{done + len(pending)} done, {len(pending)} left]"
+    return f"{counts} {unit.label}{resume} — {eta(estimator, pending)}"
 
 
 def split_complete(units: list[Unit], estimator: Estimator) -> tuple[list[Unit], list[Unit]]:

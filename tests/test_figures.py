@@ -120,7 +120,8 @@ def test_dry_run_lists_every_job_once_then_every_plot(tmp_path):
     progress = [line for line in lines if line.startswith("# [")]
     assert len(progress) == jobs + 3  # and the three script runs (bkb_fig1, coverage, gssbo_fig7)
     assert progress[0].startswith(f"# [0/{jobs + 3} done, {jobs + 3} left] bbkb_fig1 abalone bbkb — ETA unknown")
-    plot_lines = [line for line in lines if not line.startswith("#") and Path(shlex.split(line)[1]).name.startswith("plot_")]
+    plot_lines = [line for line in lines
+                  if not line.startswith("#") and Path(shlex.split(line)[1]).name.startswith("plot_")]
     assert [Path(shlex.split(line)[1]).name for line in plot_lines] == [
         "plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py", "plot_coverage.py",
         "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py", "plot_gssbo_fig7.py", "plot_sbpe.py"]
@@ -216,7 +217,10 @@ def test_dry_run_skips_complete_jobs_and_estimates_the_rest_from_recorded_times(
 
 def test_estimates_pool_the_same_algorithm_then_all_jobs():
     est = reproduce.Estimator()
-    job = lambda algorithm, problem, evals: reproduce.Job("sketchbo", algorithm, problem, evals, Path("."), ())  # noqa: E731
+
+    def job(algorithm, problem, evals):
+        return reproduce.Job("sketchbo", algorithm, problem, evals, Path("."), ())
+
     assert est.estimate(job("gssbo", "hartmann6", 100)) is None
     assert reproduce.eta(est, [reproduce.Unit("x", [], (job("gssbo", "hartmann6", 100),))]) == \
         "ETA unknown (1 job not timed yet)"

@@ -1,39 +1,72 @@
-"""Reproduce the papers' figures: run every experiment of ``experiments/*.yaml``, then every plot script.
+"""Reproduce the papers' figures: run every experiment of ``experiments/*.yaml`` job by job, then every plot script.
 
     scripts/reproduce.sh quick                      # the whole set at quick scale (minutes on a laptop CPU)
     scripts/reproduce.sh paper                      # the papers' scale (T = 10^4, 10 seeds: hours)
     scripts/reproduce.sh quick --only bkb_fig1 bbkb_sweep
-    scripts/reproduce.sh paper hydra/launcher=slurm hydra.launcher.partition=cpu   # extra sketchbo-run overrides
+    scripts/reproduce.sh paper --only gssbo_fig2 --seeds 10 --seeds std_gp_ucb=3   # 10 seeds, GP-UCB 3
+    scripts/reproduce.sh paper --sweeps hydra/launcher=slurm hydra.launcher.partition=cpu   # whole sweeps, a launcher
     scripts/reproduce.sh quick --plots-only         # redraw from the results on disk
-    scripts/reproduce.sh paper --dry-run            # print the commands only
+    scripts/reproduce.sh paper --dry-run            # the plan: what is complete, what would run, the estimate
 
 Each ``experiments/<figure>.yaml`` names its result set (``results``), its plot script (``plot``) and,
-per scale, the commands writing the result set (``runs``): ``sketchbo: <overrides>`` is one
+per scale, the commands writing the result set (``runs``): ``sketchbo: <overrides>`` is a
 ``sketchbo-run -m <overrides>`` sweep whose jobs go to ``<results dir>/<scale>/<result set>/<job overrides>/``
-(``hydra.sweep.dir``), ``script: <path> [args]`` a Python script called with ``--out <result set dir>``.
-The figure is written to ``<figures dir>/<scale>/<figure>.png`` and ``.pdf``. A result set shared by
-several figures (Fig. 2 reads Fig. 1's runs) is computed once. Re-running the same command resumes:
-complete jobs are skipped (``skipping: complete results in ...``), so after an interruption only what is
-missing runs. Extra ``key=value`` arguments are passed to every ``sketchbo-run`` command (e.g.
-``progress=false``, a launcher); ``problem.*`` keys cannot be (the sweeps over problems are composed
-from the default problem first): give the data directory as ``SKETCHBO_DATA_DIR`` instead.
+(``hydra.sweep.dir``; one directory per (problem, algorithm, swept value)), ``script: <path> [args]`` a
+Python script called with ``--out <result set dir>``. The figure is written to
+``<figures dir>/<scale>/<figure>.png`` and ``.pdf``. A result set shared by several figures (Fig. 2 reads
+Fig. 1's runs) is computed once.
+
+Job by job. Every sweep is expanded here into its jobs (Hydra's own basic-sweeper expansion, so the job
+directories are those of the sweep), and each job is its own ``sketchbo-run -m <one value per key>``
+process. Before running anything, every job's directory is checked for the complete result of the job's
+resolved config (``tracking.load_complete``, as ``sketchbo-run`` does); complete jobs are skipped
+(``skipping: complete results in <dir>``) without starting a process, so re-running the same command
+continues where it stopped. A job killed half-way resumes from its checkpoint (``<job dir>/checkpoint.npz``,
+written every ``checkpoint_every`` rounds, ``configs/config.yaml``); the progress line says so. Script
+entries always run (each script skips its own complete output). ``--sweeps`` runs one ``sketchbo-run -m``
+per entry instead (the previous behaviour; for the ``parallel`` and ``slurm`` launchers, which run a sweep's
+jobs at once).
+
+Seeds. ``--seeds N`` sets ``n_seeds=N`` in every ``sketchbo`` job, ``--seeds ALGO=N`` (repeatable) for one
+algorithm config only, after the general value: ``--seeds 10 --seeds std_gp_ucb=3`` runs everything at 10
+seeds except GP-UCB at 3. The seed count is part of a job's directory name (Hydra's ``override_dirname``),
+so runs at different counts sit side by side; the plot scripts use the one with the most seeds.
+
+Progress and estimate. Before each job: ``[3/14 done, 11 left] gssbo_fig2 hartmann6 gssbo — ETA 12 min``.
+The estimate of a job is a rate times its size T × n_seeds: the rate (seconds per evaluation and seed)
+pooled over the timed jobs of the same algorithm on the same problem, else of the same algorithm, else of
+all ``sketchbo`` jobs (scripts: the same script). Timed jobs are those finished in this invocation (the
+wall time of their process, start-up and compilation included) and those already complete on disk (the
+``wall_time_s`` recorded in their ``summary.json``: compilation included, process start-up not). The ETA is
+the sum of the estimates of this job and those after it; jobs nothing is known about yet are counted
+apart (``ETA >= 12 min, 2 jobs not timed yet``). Costs that grow faster than linearly in T (exact GP-UCB)
+are underestimated when T differs between the timed and the estimated job.
+
+Extra ``key=value`` arguments are passed to every ``sketchbo-run`` command (e.g. ``progress=false``, a
+launcher); ``problem.*`` keys cannot be (the sweeps over problems are composed from the default problem
+first): give the data directory as ``SKETCHBO_DATA_DIR`` instead.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
+from hydra.errors import HydraException
 
 REPO = Path(__file__).resolve().parent.parent
 EXPERIMENTS = REPO / "experiments"
+CONFIGS = REPO / "configs"
 SCALES = ("quick", "paper")
 RUN_KINDS = ("sketchbo", "script")
+LABEL_KEYS = ("problem", "algorithm")  # named first in a job's label, by value
 
 
 class SpecError(Exception):
@@ -43,7 +76,7 @@ class SpecError(Exception):
 def load_specs(directory: Path = EXPERIMENTS) -> dict:
     """The experiment specs ``{figure name: spec}``, validated, in file-name order."""
     specs = {}
-    for path in sorted(directory.glob("*.yaml")):
+    for path in sorted(Path(directory).glob("*.yaml")):
         spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         where = path.relative_to(REPO) if path.is_relative_to(REPO) else path
         for key in ("name", "results", "plot"):
@@ -75,27 +108,147 @@ def load_specs(directory: Path = EXPERIMENTS) -> dict:
     return specs
 
 
-def run_commands(specs: dict, figures: list[str], scale: str, results: Path,
-                 extra: list[str]) -> list[tuple[str, list[str]]]:
-    """``(result set, command)`` of every run the selected figures need, each result set once."""
+# ------------------------------------------------------------------------------------------ jobs
+
+class Job(NamedTuple):
+    """One result-writing job: what the estimate needs and where its results go."""
+
+    kind: str  # "sketchbo" or "script"
+    algorithm: str  # algorithm config name (a script: its path)
+    problem: str  # problem name ("" for a script)
+    evals: int  # T × n_seeds (1 for a script): the size the time estimate scales with
+    directory: Path  # the job directory (a script: its --out directory)
+    results: tuple  # ((result dir, resolved config), ...) the job writes; () = unknown: always run
+
+
+class Unit(NamedTuple):
+    """One process to run: a single job (default) or a whole sweep (``--sweeps``)."""
+
+    label: str
+    cmd: list
+    jobs: tuple  # the Jobs it runs
+
+
+def seed_count(seeds: dict, algorithm: str) -> int | None:
+    """``--seeds``' count for an algorithm config (None: keep the experiment's)."""
+    return seeds.get(algorithm, seeds.get(None))
+
+
+def with_seeds(overrides: list[str], seeds: dict) -> list[str]:
+    """One job's overrides with ``n_seeds`` replaced (or added) as ``--seeds`` asks."""
+    values = dict(o.split("=", 1) for o in overrides if "=" in o)
+    n = seed_count(seeds, values.get("algorithm", "compare"))
+    if n is None:
+        return overrides
+    return [o for o in overrides if not o.startswith("n_seeds=")] + [f"n_seeds={n}"]
+
+
+def expand_sweep(arguments: list[str]) -> tuple[list[str], list[str], list[list[str]]]:
+    """``(hydra overrides, task overrides, [task overrides of each job])`` of ``sketchbo-run -m <arguments>``,
+    the jobs in Hydra's basic-sweeper order and spelling (the spelling names the job directories)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(arguments)
+    hydra_overrides = [o.input_line for o in parsed if o.is_hydra_override()]
+    task = [o for o in parsed if not o.is_hydra_override()]
+    (jobs,) = BasicSweeper.split_arguments(task, None)
+    return hydra_overrides, [o.input_line for o in task], jobs
+
+
+def sketchbo_import():
+    """The CLI helpers (imported on first use: they load JAX)."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from sketchbo import cli, tracking
+
+    return cli, tracking
+
+
+def describe_job(overrides: list[str], out: Path) -> Job:
+    """The Job of one ``sketchbo-run`` job: its directory and the results it writes, from its composed config.
+
+    A config that does not compose or validate gives a Job whose results are unknown (it runs and
+    ``sketchbo-run`` reports the problem).
+    """
+    from hydra import compose
+    from omegaconf import OmegaConf
+
+    cli, _ = sketchbo_import()
+    values = dict(o.split("=", 1) for o in overrides if "=" in o)
+    try:
+        cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
+        directory = out / cfg.hydra.job.override_dirname
+        with_hydra = OmegaConf.to_container(cfg)
+        del with_hydra["hydra"]
+        cfg = OmegaConf.create(with_hydra)
+        cli.check_run_keys(cfg)
+        algos = cli.algorithm_configs(cfg)
+        compare = cfg.algorithm.name == cli.COMPARE
+        grid = bool(cli.grid_of(cfg))
+        evals = int(cfg.T) * int(cfg.n_seeds)
+        results = () if grid else tuple(
+            (directory / a["name"] if compare else directory, cli.job_config(cfg, a)) for a in algos)
+        return Job("sketchbo", str(cfg.algorithm.name), str(cfg.problem.name), evals, directory, results)
+    except Exception:  # noqa: BLE001 (any composition error: sketchbo-run reports it)
+        return Job("sketchbo", values.get("algorithm", "?"), values.get("problem", "?"), 0, out, ())
+
+
+def job_label(result_set: str, job: Job, overrides: list[str], swept: set) -> str:
+    """``<result set> <problem> <algorithm> [other swept key=value ...]``."""
+    others = [o for o in overrides if o.split("=", 1)[0] in swept and o.split("=", 1)[0] not in LABEL_KEYS]
+    return " ".join([result_set, job.problem, job.algorithm, *others])
+
+
+def sketchbo_units(result_set: str, text: str, out: Path, extra: list[str], seeds: dict,
+                   sweeps: bool) -> list[Unit]:
+    """The units of one ``sketchbo: <overrides>`` entry: one per job, or the whole sweep (``sweeps``)."""
+    hydra_overrides, task, jobs = expand_sweep([*shlex.split(text), f"experiment.name={result_set}", *extra])
+    jobs = [with_seeds(o, seeds) for o in jobs]
+    described = [describe_job(o, out) for o in jobs]
+    base, tail = [sys.executable, "-m", "sketchbo", "-m"], [f"hydra.sweep.dir={out}", *hydra_overrides]
+    if sweeps:
+        counts = {seed_count(seeds, job.algorithm) for job in described}
+        if len(counts) > 1:
+            raise SpecError(f"--sweeps with per-algorithm --seeds: the sweep {text!r} would mix the seed counts "
+                            f"{sorted(counts)}; run it job by job (without --sweeps)")
+        (count,) = counts
+        if count is not None:
+            task = [o for o in task if not o.startswith("n_seeds=")] + [f"n_seeds={count}"]
+        return [Unit(f"{result_set} ({len(jobs)} jobs: {text})", [*base, *task, *tail], tuple(described))]
+    swept = {key for key in {o.split("=", 1)[0] for o in jobs[0]}
+             if len({o for job in jobs for o in job if o.split("=", 1)[0] == key}) > 1}
+    return [Unit(job_label(result_set, job, o, swept), [*base, *o, *tail], (job,))
+            for o, job in zip(jobs, described)]
+
+
+def script_unit(result_set: str, text: str, out: Path) -> Unit:
+    script, *args = shlex.split(text)
+    cmd = [sys.executable, str(REPO / script), *args, "--out", str(out)]
+    return Unit(f"{result_set} {script}", cmd, (Job("script", text, "", 1, out, ()),))
+
+
+def run_units(specs: dict, figures: list[str], scale: str, results: Path, extra: list[str],
+              seeds: dict | None = None, sweeps: bool = False) -> list[Unit]:
+    """The units of every run the selected figures need, each result set once."""
+    from hydra import initialize_config_dir
+
     needed = []
     for name in figures:
         if specs[name]["results"] not in needed:
             needed.append(specs[name]["results"])
-    commands = []
-    for result_set in needed:
-        owner = next(s for s in specs.values() if s["results"] == result_set and s.get("runs") is not None)
-        out = results / scale / result_set
-        for entry in owner["runs"][scale] or []:
-            (kind, text), = entry.items()
-            if kind == "sketchbo":
-                cmd = [sys.executable, "-m", "sketchbo", "-m", *shlex.split(text), f"hydra.sweep.dir={out}",
-                       f"experiment.name={result_set}", *extra]
-            else:
-                script, *args = shlex.split(text)
-                cmd = [sys.executable, str(REPO / script), *args, "--out", str(out)]
-            commands.append((result_set, cmd))
-    return commands
+    units = []
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        for result_set in needed:
+            owner = next(s for s in specs.values() if s["results"] == result_set and s.get("runs") is not None)
+            out = results / scale / result_set
+            for entry in owner["runs"][scale] or []:
+                (kind, text), = entry.items()
+                if kind == "sketchbo":
+                    units += sketchbo_units(result_set, text, out, extra, seeds or {}, sweeps)
+                else:
+                    units.append(script_unit(result_set, text, out))
+    return units
 
 
 def plot_commands(specs: dict, figures: list[str], scale: str, results: Path, out: Path) -> list[tuple[str, list[str]]]:
@@ -108,9 +261,112 @@ def plot_commands(specs: dict, figures: list[str], scale: str, results: Path, ou
     return commands
 
 
+# ------------------------------------------------------------------------------ completeness, estimate
+
+def stored(job: Job) -> list[dict] | None:
+    """The summaries of a job's complete results, or None when any is missing (or unknown)."""
+    if not job.results:
+        return None
+    cli, tracking = sketchbo_import()
+    summaries = []
+    for directory, config in job.results:
+        summary, _ = tracking.load_complete(directory, config, ignore=cli.RUNTIME_KEYS)
+        if summary is None:
+            return None
+        summaries.append(summary)
+    return summaries
+
+
+def has_checkpoint(unit: Unit) -> bool:
+    return any(job.kind == "sketchbo" and job.directory.is_dir() and next(job.directory.rglob("checkpoint.npz"), None)
+               for job in unit.jobs)
+
+
+class Estimator:
+    """Seconds per evaluation and seed, pooled over timed jobs; see the module docstring."""
+
+    def __init__(self):
+        self.samples = []  # (kind, algorithm, problem, evals, seconds)
+
+    def add(self, job: Job, seconds: float) -> None:
+        if job.evals > 0:
+            self.samples.append((job.kind, job.algorithm, job.problem, job.evals, float(seconds)))
+
+    def estimate(self, job: Job) -> float | None:
+        """Seconds the job should take, or None when no comparable job was timed."""
+        if job.evals <= 0:
+            return None
+        levels = [lambda s: s[1] == job.algorithm and s[2] == job.problem, lambda s: s[1] == job.algorithm]
+        if job.kind == "sketchbo":
+            levels.append(lambda s: True)
+        for level in levels:
+            pool = [s for s in self.samples if s[0] == job.kind and level(s)]
+            if pool:
+                return sum(s[4] for s in pool) / sum(s[3] for s in pool) * job.evals
+        return None
+
+    def remaining(self, units: list[Unit]) -> tuple[float, int]:
+        """(estimated seconds, number of jobs without an estimate) of ``units``."""
+        total, unknown = 0.0, 0
+        for unit in units:
+            for job in unit.jobs:
+                seconds = self.estimate(job)
+                total, unknown = (total + seconds, unknown) if seconds is not None else (total, unknown + 1)
+        return total, unknown
+
+
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def eta(estimator: Estimator, units: list[Unit]) -> str:
+    seconds, unknown = estimator.remaining(units)
+    if unknown == 0:
+        return f"ETA {duration(seconds)}"
+    jobs = f"{unknown} job{'s' if unknown > 1 else ''} not timed yet"
+    return f"ETA unknown ({jobs})" if seconds == 0 else f"ETA >= {duration(seconds)}, {jobs}"
+
+
+def progress_line(done: int, pending: list[Unit], estimator: Estimator) -> str:
+    unit = pending[0]
+    resume = " (resuming from its checkpoint)" if has_checkpoint(unit) else ""
+    counts = f"[{done}/{done + len(pending)} done, {len(pending)} left]"
+    return f"{counts} {unit.label}{resume} — {eta(estimator, pending)}"
+
+
+def split_complete(units: list[Unit], estimator: Estimator) -> tuple[list[Unit], list[Unit]]:
+    """(complete units, pending units); the recorded times of complete jobs feed the estimator."""
+    complete, pending = [], []
+    for unit in units:
+        summaries = [stored(job) for job in unit.jobs]
+        for job, found in zip(unit.jobs, summaries):
+            if found is not None:
+                estimator.add(job, sum(float(s.get("wall_time_s", 0.0)) for s in found))
+        (complete if all(s is not None for s in summaries) else pending).append(unit)
+    return complete, pending
+
+
+# ------------------------------------------------------------------------------------------ main
+
+def parse_seeds(parser, values) -> dict:
+    """``--seeds`` values ``N`` / ``ALGO=N`` as ``{None or ALGO: N}``."""
+    seeds = {}
+    known = sorted(p.stem for p in (CONFIGS / "algorithm").glob("*.yaml"))
+    for value in values or []:
+        name, _, count = value.rpartition("=")
+        if not re.fullmatch(r"[1-9]\d*", count) or (name and name not in known):
+            parser.error(f"--seeds {value!r}: give N or ALGO=N with N >= 1 and ALGO one of {known}")
+        seeds[name or None] = int(count)
+    return seeds
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
-        prog="reproduce.sh", description="Run the experiments of experiments/*.yaml and draw the figures.",
+        prog="reproduce.sh", description="Run the experiments of experiments/*.yaml job by job and draw the figures.",
         epilog="Other KEY=VALUE arguments are passed to every sketchbo-run command.")
     parser.add_argument("scale", nargs="?", default="quick", choices=SCALES, help="quick (default) or paper")
     parser.add_argument("--only", nargs="+", metavar="FIGURE", help="figures to make (default: all)")
@@ -119,14 +375,27 @@ def parse_args(argv=None):
                              "(default: results/ in the repository)")
     parser.add_argument("--figures", type=Path, default=REPO / "figures",
                         help="figures root; files go to <figures>/<scale>/ (default: figures/ in the repository)")
+    parser.add_argument("--experiments", type=Path, default=EXPERIMENTS,
+                        help="directory of the experiment files (default: experiments/ in the repository)")
+    parser.add_argument("--seeds", action="append", metavar="N|ALGO=N",
+                        help="n_seeds of every sketchbo job (N), or of one algorithm config's jobs (ALGO=N); "
+                             "repeatable, e.g. --seeds 10 --seeds std_gp_ucb=3")
+    parser.add_argument("--sweeps", action="store_true",
+                        help="one sketchbo-run -m per experiment entry instead of one process per job "
+                             "(for the parallel and slurm launchers)")
     parser.add_argument("--plots-only", action="store_true",
                         help="draw the figures from the results on disk, run nothing")
-    parser.add_argument("--dry-run", action="store_true", help="print the commands without running them")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the plan (complete jobs, commands to run, the estimate) without running")
     args, rest = parser.parse_known_args(argv)
+    if args.only:  # `--only FIG ... key=value`: the overrides after the figure names are overrides
+        rest += [a for a in args.only if "=" in a]
+        args.only = [a for a in args.only if "=" not in a] or None
     bad = [a for a in rest if "=" not in a or a.startswith("-")]
     if bad:
         parser.error(f"unrecognized arguments: {' '.join(bad)} (extra sketchbo-run overrides look like key=value)")
     args.overrides = rest
+    args.seeds = parse_seeds(parser, args.seeds)
     return parser, args
 
 
@@ -143,34 +412,70 @@ def execute(cmd: list[str], env: dict) -> float:
     return elapsed
 
 
+def report_complete(complete: list[Unit], prefix: str = "") -> None:
+    for unit in complete:
+        for job in unit.jobs:
+            for directory, _ in job.results:
+                print(f"{prefix}skipping: complete results in {directory}", flush=True)
+
+
+def run_all(pending: list[Unit], done: int, estimator: Estimator, env: dict) -> list[tuple[str, float]]:
+    """Run the pending units in order with a progress line before each; the timings."""
+    times = []
+    for i, unit in enumerate(pending):
+        print(progress_line(done + i, pending[i:], estimator), flush=True)
+        seconds = execute(unit.cmd, env)
+        if len(unit.jobs) == 1:
+            estimator.add(unit.jobs[0], seconds)
+        else:  # a whole sweep: its jobs' recorded times
+            for job in unit.jobs:
+                for summary in stored(job) or []:
+                    estimator.add(job, float(summary.get("wall_time_s", 0.0)))
+        times.append((f"run  {unit.label}", seconds))
+    return times
+
+
 def main(argv=None) -> None:
     parser, args = parse_args(argv)
     try:
-        specs = load_specs()
-    except (SpecError, yaml.YAMLError) as err:
+        specs = load_specs(args.experiments)
+    except (SpecError, yaml.YAMLError, OSError) as err:
         parser.error(str(err))
     figures = args.only or list(specs)
     unknown = [f for f in figures if f not in specs]
     if unknown:
         parser.error(f"unknown figure(s) {unknown}; choose from {list(specs)}")
     results, out = args.results.resolve(), args.figures.resolve()
-    runs = [] if args.plots_only else run_commands(specs, figures, args.scale, results, args.overrides)
+    try:
+        units = [] if args.plots_only else run_units(specs, figures, args.scale, results, args.overrides,
+                                                     args.seeds, args.sweeps)
+    except (SpecError, HydraException) as err:  # a malformed override
+        parser.error(str(err))
     plots = plot_commands(specs, figures, args.scale, results, out)
+    estimator = Estimator()
+    complete, pending = split_complete(units, estimator)
     if args.dry_run:
-        for _, cmd in runs + plots:
+        report_complete(complete, "# ")
+        for i, unit in enumerate(pending):
+            print("# " + progress_line(len(complete) + i, pending[i:], estimator))
+            print(shlex.join(unit.cmd))
+        for _, cmd in plots:
             print(shlex.join(cmd))
         return
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     t0 = time.perf_counter()
-    times = []
-    for label, cmd in runs:
-        times.append((f"run  {label}", execute(cmd, env)))
+    report_complete(complete)
+    if units:
+        print(f"{len(complete)} of {len(units)} jobs complete, {len(pending)} to run — "
+              f"{eta(estimator, pending)}", flush=True)
+    times = run_all(pending, len(complete), estimator, env)
     for label, cmd in plots:
         times.append((f"plot {label}", execute(cmd, env)))
     total = time.perf_counter() - t0
-    print(f"\n{args.scale} scale: {len(runs)} run command(s), {len(plots)} figure(s) in {total:.0f} s")
+    print(f"\n{args.scale} scale: {len(pending)} job(s) run, {len(complete)} complete before, "
+          f"{len(plots)} figure(s) in {total:.0f} s")
     for label, seconds in times:
-        print(f"  {label:<24} {seconds:7.1f} s")
+        print(f"  {label:<40} {seconds:7.1f} s")
     for name in figures:
         print(f"  {out / args.scale / name}.png, .pdf")
 

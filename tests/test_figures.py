@@ -97,19 +97,31 @@ def test_every_experiment_run_composes_and_has_valid_hyperparameters():
     assert n > 20
 
 
-def test_dry_run_lists_every_run_once_then_every_plot(tmp_path):
+def test_dry_run_lists_every_job_once_then_every_plot(tmp_path):
     proc = run_script(SCRIPTS / "reproduce.py", "quick", "--dry-run", "--results", tmp_path / "r",
                       "--figures", tmp_path / "f", "progress=false")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     runs = [line for line in lines if " -m sketchbo -m " in line]
-    # sbpe.yaml: two quick commands; gssbo_dkl_bnn.yaml: four
-    assert len(runs) == 15 and all("progress=false" in line for line in runs)
+    specs = reproduce.load_specs()
+    jobs = sum(len(list(sweep_combinations(text))) for spec in specs.values()
+               for entry in (spec.get("runs") or {}).get("quick") or [] for kind, text in entry.items()
+               if kind == "sketchbo")
+    assert len(runs) == jobs and all("progress=False" in line for line in runs)
+    for line in runs:  # one job per process: a single value per key
+        assert not any("," in arg for arg in shlex.split(line)[4:] if not arg.startswith("hydra.")), line
     fig1_dir = tmp_path / "r" / "quick" / "bbkb_fig1"
-    assert sum(f"hydra.sweep.dir={fig1_dir}" in line for line in runs) == 2  # Fig. 2 adds no runs
+    assert sum(f"hydra.sweep.dir={fig1_dir}" in line for line in runs) == 12  # Fig. 2 adds no runs
     gssbo2_dir = tmp_path / "r" / "quick" / "gssbo_fig2"
-    assert sum(f"hydra.sweep.dir={gssbo2_dir}" in line for line in runs) == 3  # Fig. 3 adds no runs
-    plot_lines = [line for line in lines if Path(shlex.split(line)[1]).name.startswith("plot_")]
+    gssbo2 = [line for line in runs if f"hydra.sweep.dir={gssbo2_dir}" in line]  # Fig. 3 adds no runs
+    assert {(a, p) for line in gssbo2 for a in ("std_gp_ucb", "gssbo", "rssbo") for p in ("hartmann6", "eggholder2")
+            if f"algorithm={a} " in line and f"problem={p} " in line} == {
+        (a, p) for a in ("std_gp_ucb", "gssbo", "rssbo") for p in ("hartmann6", "eggholder2")}
+    progress = [line for line in lines if line.startswith("# [")]
+    assert len(progress) == jobs + 3  # and the three script runs (bkb_fig1, coverage, gssbo_fig7)
+    assert progress[0].startswith(f"# [0/{jobs + 3} done, {jobs + 3} left] bbkb_fig1 abalone bbkb — ETA unknown")
+    plot_lines = [line for line in lines
+                  if not line.startswith("#") and Path(shlex.split(line)[1]).name.startswith("plot_")]
     assert [Path(shlex.split(line)[1]).name for line in plot_lines] == [
         "plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py", "plot_coverage.py",
         "plot_gssbo_dkl_bnn.py", "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py",
@@ -161,6 +173,106 @@ def test_missing_or_broken_results_are_clear_errors(tmp_path):
     (tmp_path / "a" / "traces.npz").write_bytes(b"truncated")
     with pytest.raises(plots.ResultsError, match="unreadable result"):
         plots.load_results(tmp_path)
+
+
+# ------------------------------------------------------------ reproduce.py: jobs, skipping, seeds, estimate
+
+def tiny_experiments(root: Path, overrides: str) -> Path:
+    """An experiments directory with one figure ``tiny`` whose quick runs are ``sketchbo: <overrides>`` and
+    whose plot script does nothing."""
+    (root / "noplot.py").write_text("print('no plot')\n")
+    (root / "experiments").mkdir()
+    (root / "experiments" / "tiny.yaml").write_text(
+        f"name: tiny\nresults: tiny\nplot: {root / 'noplot.py'}\n"
+        f"runs:\n  paper:\n    - sketchbo: {overrides}\n  quick:\n    - sketchbo: {overrides}\n")
+    return root / "experiments"
+
+
+class TimedFake(Fake):
+    """A complete result of one seed, T = 20, that took 30 s."""
+
+    T, n_seeds, seeds, wall_time_s = 20, 1, [0], 30.0
+    traces = {key: np.zeros((1, 20)) for key in Fake.traces}
+    cumulative_regret = regret_ratio = n_batches = max_batch_size = max_dict_size = np.zeros(1)
+
+
+def test_dry_run_skips_complete_jobs_and_estimates_the_rest_from_recorded_times(tmp_path, capsys):
+    experiments = tiny_experiments(tmp_path, "algorithm=bbkb problem=gp_sample T=20,40 n_seeds=1")
+    specs = reproduce.load_specs(experiments)
+    first, second = reproduce.run_units(specs, ["tiny"], "quick", tmp_path / "r", [])
+    assert [u.label for u in (first, second)] == ["tiny gp_sample bbkb T=20", "tiny gp_sample bbkb T=40"]
+    (done_dir, config), = first.jobs[0].results
+    assert done_dir == tmp_path / "r" / "quick" / "tiny" / "T=20,algorithm=bbkb,n_seeds=1,problem=gp_sample"
+    tracking.write_results(done_dir, TimedFake(), config)
+    second.jobs[0].directory.mkdir(parents=True)
+    (second.jobs[0].directory / "checkpoint.npz").write_bytes(b"")  # a job killed after a checkpoint
+    reproduce.main(["quick", "--dry-run", "--experiments", str(experiments), "--results", str(tmp_path / "r")])
+    lines = capsys.readouterr().out.splitlines()
+    # 30 s for 20 evaluations of one seed: 1.5 s each, so 60 s for T = 40
+    assert lines[:2] == [f"# skipping: complete results in {done_dir}",
+                         "# [1/2 done, 1 left] tiny gp_sample bbkb T=40 (resuming from its checkpoint) — ETA 60 s"]
+    assert "T=40" in lines[2] and "T=20" not in lines[2] and lines[3].endswith("noplot.py --results "
+                                                                               f"{tmp_path / 'r' / 'quick' / 'tiny'} "
+                                                                               f"--out {REPO / 'figures' / 'quick'}")
+
+
+def test_estimates_pool_the_same_algorithm_then_all_jobs():
+    est = reproduce.Estimator()
+
+    def job(algorithm, problem, evals):
+        return reproduce.Job("sketchbo", algorithm, problem, evals, Path("."), ())
+
+    assert est.estimate(job("gssbo", "hartmann6", 100)) is None
+    assert reproduce.eta(est, [reproduce.Unit("x", [], (job("gssbo", "hartmann6", 100),))]) == \
+        "ETA unknown (1 job not timed yet)"
+    est.add(job("gssbo", "powell50", 100), 50.0)  # 0.5 s per evaluation
+    est.add(job("std_gp_ucb", "hartmann6", 100), 300.0)  # 3 s
+    assert est.estimate(job("gssbo", "powell50", 200)) == pytest.approx(100.0)
+    assert est.estimate(job("gssbo", "hartmann6", 200)) == pytest.approx(100.0)  # same algorithm, other problem
+    assert est.estimate(job("rssbo", "hartmann6", 200)) == pytest.approx(350.0)  # pooled: 350 s / 200
+    est.add(job("gssbo", "hartmann6", 100), 10.0)
+    assert est.estimate(job("gssbo", "hartmann6", 200)) == pytest.approx(20.0)  # same algorithm and problem first
+    script = reproduce.Job("script", "experiments/x.py", "", 1, Path("."), ())
+    units = [reproduce.Unit("a", [], (job("gssbo", "hartmann6", 6000),)), reproduce.Unit("b", [], (script,))]
+    assert reproduce.eta(est, units) == "ETA >= 10 min, 1 job not timed yet"
+    assert reproduce.duration(45) == "45 s" and reproduce.duration(5400) == "1.5 h"
+
+
+def test_seeds_override_every_job_or_one_algorithm(tmp_path):
+    experiments = tiny_experiments(tmp_path, "algorithm=bbkb,eps_greedy problem=gp_sample T=20 n_seeds=2")
+    specs = reproduce.load_specs(experiments)
+    _, args = reproduce.parse_args(["paper", "--seeds", "10", "--seeds", "eps_greedy=3"])
+    assert args.seeds == {None: 10, "eps_greedy": 3}
+    units = reproduce.run_units(specs, ["tiny"], "paper", tmp_path / "r", [], args.seeds)
+    assert [(u.jobs[0].algorithm, u.jobs[0].evals) for u in units] == [("bbkb", 200), ("eps_greedy", 60)]
+    assert [u.cmd.count("n_seeds=10") + 2 * u.cmd.count("n_seeds=3") for u in units] == [1, 2]
+    assert all(not any(a == "n_seeds=2" for a in u.cmd) for u in units)
+    assert units[1].jobs[0].directory.name == "T=20,algorithm=eps_greedy,n_seeds=3,problem=gp_sample"
+    with pytest.raises(reproduce.SpecError, match="mix the seed counts"):
+        reproduce.run_units(specs, ["tiny"], "paper", tmp_path / "r", [], args.seeds, sweeps=True)
+    (sweep,) = reproduce.run_units(specs, ["tiny"], "paper", tmp_path / "r", [], {None: 4}, sweeps=True)
+    assert "algorithm=bbkb,eps_greedy" in sweep.cmd and "n_seeds=4" in sweep.cmd and len(sweep.jobs) == 2
+    _, args = reproduce.parse_args(["quick", "--only", "gssbo_fig2", "problem=hartmann6", "T=30"])
+    assert args.only == ["gssbo_fig2"] and args.overrides == ["problem=hartmann6", "T=30"]
+    for bad in (["--seeds", "0"], ["--seeds", "nope=3"], ["--seeds", "bbkb=x"]):
+        with pytest.raises(SystemExit):
+            reproduce.parse_args(bad)
+
+
+def test_second_invocation_skips_the_finished_job_without_starting_it(tmp_path):
+    experiments = tiny_experiments(tmp_path, "algorithm=eps_greedy problem=gp_sample T=10 n_seeds=1")
+    args = [SCRIPTS / "reproduce.py", "quick", "--experiments", experiments, "--results", tmp_path / "r",
+            "--figures", tmp_path / "f", "progress=false"]
+    first = run_script(*args)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    assert "[0/1 done, 1 left] tiny gp_sample eps_greedy — ETA unknown (1 job not timed yet)" in first.stdout
+    assert first.stdout.count("$ ") == 2  # the job, then the plot
+    again = run_script(*args)
+    assert again.returncode == 0, again.stderr
+    job_dir = tmp_path / "r" / "quick" / "tiny" / "T=10,algorithm=eps_greedy,n_seeds=1,problem=gp_sample"
+    assert f"skipping: complete results in {job_dir}" in again.stdout
+    assert "1 of 1 jobs complete, 0 to run" in again.stdout
+    assert again.stdout.count("$ ") == 1 and " -m sketchbo " not in again.stdout  # only the plot ran
 
 
 # -------------------------------------------------------------------------------- plots on tiny runs
@@ -284,17 +396,28 @@ def local_data_dir() -> Path | None:
     return abalone.parent if abalone.parent == cadata.parent else None
 
 
+GSSBO_RUNS = ("gssbo_fig2", "gssbo_fig3")  # the quick GSSBO Fig. 2 runs take minutes: their own, slow test
+
+
 @pytest.mark.real_data("abalone.data", "cal_housing.data")
 def test_quick_reproduction_set_runs_end_to_end_and_resumes(tmp_path):
     # the data directory is searched before any download, so nothing is downloaded
     env = {**os.environ, "SKETCHBO_DATA_DIR": str(local_data_dir())}
     args = ["quick", "--results", tmp_path / "results", "--figures", tmp_path / "figures", "progress=false"]
-    proc = subprocess.run(["bash", SCRIPTS / "reproduce.sh", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=900)
+    others = [name for name in reproduce.load_specs() if name not in GSSBO_RUNS]
+    proc = subprocess.run(["bash", SCRIPTS / "reproduce.sh", *args, "--only", *others], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # GSSBO Fig. 2 and 3 at smoke scale: extra overrides replace the experiment's values in every job
+    # (one problem, T = 30: the subset of M = 25 still switches on)
+    smoke = subprocess.run(["bash", SCRIPTS / "reproduce.sh", *args, "--only", *GSSBO_RUNS, "problem=hartmann6",
+                            "T=30"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert smoke.returncode == 0, smoke.stdout[-3000:] + smoke.stderr[-3000:]
     for name in ("bbkb_fig1", "bbkb_fig2", "bbkb_sweep", "bkb_fig1", "gssbo_fig2", "gssbo_fig3", "gssbo_fig4",
                  "gssbo_fig7", "gssbo_dkl_bnn", "sbpe", "coverage"):
         check_figure(tmp_path / "figures" / "quick", name)
+    assert {(r.problem, r.algorithm, r.T) for r in plots.load_results(tmp_path / "results" / "quick" / "gssbo_fig2")} \
+        == {("hartmann6", a, 30) for a in ("std_gp_ucb", "gssbo", "rssbo")}
     fig1 = plots.load_results(tmp_path / "results" / "quick" / "bbkb_fig1")
     assert {(r.problem, r.algorithm) for r in fig1} == {
         (p, a) for p in ("abalone", "cadata") for a in ("bbkb", "bbkb_local", "bkb", "gp_ucb", "gp_bucb", "eps_greedy")}
@@ -303,8 +426,28 @@ def test_quick_reproduction_set_runs_end_to_end_and_resumes(tmp_path):
     summary = json.loads((sweep[0].path / "summary.json").read_text())
     assert summary["config"]["problem"]["noise_std"] == pytest.approx(0.2 ** 0.5)
 
-    # the same command again resumes: every job of the sweep is complete and skipped
+    # the same command again resumes: every job of the sweep is complete and skipped, no process started
     again = subprocess.run(["bash", SCRIPTS / "reproduce.sh", *args, "--only", "bbkb_sweep"], cwd=REPO, env=env,
                            capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     assert again.stdout.count("skipping: complete results in") == 7 and "recomputing" not in again.stdout
+    assert " -m sketchbo " not in again.stdout and "7 of 7 jobs complete, 0 to run" in again.stdout
+
+
+@pytest.mark.slow
+def test_quick_gssbo_fig2_reaches_the_subset_regime(tmp_path):
+    """The quick GSSBO Fig. 2 / 3 as configured (minutes): every method on every quick problem, and the
+    subset methods really ran on a subset (dictionary = M) while GP-UCB used every sample."""
+    args = ["quick", "--only", *GSSBO_RUNS, "--results", tmp_path / "results", "--figures", tmp_path / "figures",
+            "progress=false"]
+    proc = subprocess.run(["bash", SCRIPTS / "reproduce.sh", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for name in GSSBO_RUNS:
+        check_figure(tmp_path / "figures" / "quick", name)
+    results = plots.load_results(tmp_path / "results" / "quick" / "gssbo_fig2")
+    assert {r.algorithm for r in results} == {"std_gp_ucb", "gssbo", "rssbo"}
+    for r in results:
+        size = int(json.loads((r.path / "summary.json").read_text())["max_dict_size"][0])
+        M = json.loads((r.path / "summary.json").read_text())["config"]["algorithm"].get("M")
+        assert size == (r.T - 1 if r.algorithm == "std_gp_ucb" else M) and r.T >= 150, (r.path, size)

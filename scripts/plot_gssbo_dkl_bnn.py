@@ -26,14 +26,7 @@ def main(argv=None):
                                  f"{sorted({r.algorithm for r in results})}); {HINT}")
     plt = plots.pyplot()
     fig, axes = plt.subplots(1, len(problems), figsize=(4.8 * len(problems), 3.6), squeeze=False)
-    handles = {}
-    for ax, problem in zip(axes[0], problems):
-        present = [a for a in METHODS if any(r.problem == problem and r.algorithm == a for r in results)]
-        for algorithm in present:
-            res = plots.pick(results, problem, algorithm)
-            handles[algorithm] = plots.band(ax, plots.steps(res), plots.cumulative_regret(res), algorithm)
-        ax.set_title(problem, loc="left", fontsize=10)
-        ax.set_ylabel(r"cumulative regret $R_t$")
+    handles = plots.regret_panels(axes[0], problems, results, METHODS)
     return plots.finish_with_legend(fig, handles, args.out or args.results, NAME)
 
 

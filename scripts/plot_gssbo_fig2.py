@@ -45,14 +45,7 @@ def main(argv=None):
     problems = continuous_problems(results, HINT, args.results)
     plt = plots.pyplot()
     fig, axes = grid(plt, len(problems))
-    handles = {}
-    for ax, problem in zip(axes, problems):
-        present = {r.algorithm for r in results if r.problem == problem} & set(METHODS)
-        for algorithm in plots.ordered(present):
-            res = plots.pick(results, problem, algorithm)
-            handles[algorithm] = plots.band(ax, plots.steps(res), plots.cumulative_regret(res), algorithm)
-        ax.set_title(problem, loc="left", fontsize=10)
-        ax.set_ylabel(r"cumulative regret $R_t$")
+    handles = plots.regret_panels(axes, problems, results, METHODS)
     return plots.finish_with_legend(fig, handles, args.out or args.results, NAME)
 
 

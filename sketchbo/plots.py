@@ -286,6 +286,20 @@ def band(ax, x, curves, algorithm: str | None = None, name: str | None = None, *
     return handle
 
 
+def regret_panels(axes, problems, results, methods) -> dict:
+    """One panel per problem: cumulative regret R_t, mean ± std over seeds, for each of ``methods`` found
+    there (figures' order). Returns the legend handles ``{algorithm: line}``."""
+    handles = {}
+    for ax, problem in zip(axes, problems):
+        present = {r.algorithm for r in results if r.problem == problem} & set(methods)
+        for algorithm in ordered(present):
+            res = pick(results, problem, algorithm)
+            handles[algorithm] = band(ax, steps(res), cumulative_regret(res), algorithm)
+        ax.set_title(problem, loc="left", fontsize=10)
+        ax.set_ylabel(r"cumulative regret $R_t$")
+    return handles
+
+
 def regret_rows(results, with_time: bool = False):
     """One row per problem: R_t and R_t / R_t^unif (and, ``with_time``, the time up to t on a log scale),
     mean ± std over seeds for every algorithm found. Returns ``(fig, legend handles)``."""
@@ -363,5 +377,5 @@ def script_main(main, argv=None) -> None:
 __all__ = [
     "Result", "ResultsError", "LABELS", "COLORS", "load_result", "load_results", "pick", "problems_of",
     "cumulative_regret", "uniform_gap", "regret_ratio", "batch_size", "dict_size", "cumulative_time",
-    "run_time", "mean_std", "thin", "pyplot", "band", "save_figure", "figure_parser", "script_main",
+    "run_time", "mean_std", "thin", "pyplot", "band", "regret_panels", "save_figure", "figure_parser", "script_main",
 ]

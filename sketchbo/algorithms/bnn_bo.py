@@ -29,7 +29,8 @@ import jax.numpy as jnp
 from sketchbo import acquisition
 from sketchbo.algorithms.common import Algorithm, Feedback, RoundInfo, StepInfo
 from sketchbo.algorithms.mlp import adam_fit, init_mlp, mlp_apply
-from sketchbo.algorithms.subset_bo import BOParams, BOStatic, Data, append_batch, data_mean, data_valid
+from sketchbo.algorithms.subset_bo import (BOParams, BOStatic, Data, append_batch, data_mean, data_valid,
+                                           design_or_planned, empty_data)
 from sketchbo.gp import hyper
 
 ACTIVATION = "relu"
@@ -95,15 +96,12 @@ def make_bnn_bo(static: BOStatic) -> Algorithm:
     def init(key, problem, params: BOParams) -> EnsembleState:
         del problem
         dt = params.kappa.dtype
-        data = Data(jnp.zeros((cap, d), dt), jnp.zeros((cap,), dt), jnp.zeros((cap,), dt), jnp.zeros((), jnp.int32))
+        data = empty_data(cap, d, dt)
         return EnsembleState(data=data, nets=init_ensemble(key, E, widths, dt), beta=jnp.zeros((), dt),
                              next_x=jnp.full((d,), 0.5, dt), t=jnp.zeros((), jnp.int32), batch_open=jnp.asarray(True))
 
     def select(key, state: EnsembleState, params: BOParams):
-        initial = state.t < n0  # uniform initial design (PROTOCOLS §9), then the planned query
-        x = jnp.where(initial, jax.random.uniform(key, (d,), dtype=state.next_x.dtype), state.next_x)
-        close = ~initial | (state.t + 1 >= n0)
-        new = state._replace(t=state.t + 1, batch_open=~close)
+        x, new = design_or_planned(key, state, n0)
         return x, new, StepInfo(dict_size=state.data.n)
 
     def update(state: EnsembleState, fb: Feedback, params: BOParams):

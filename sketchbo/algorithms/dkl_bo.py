@@ -28,7 +28,8 @@ import jax.numpy as jnp
 from sketchbo import acquisition
 from sketchbo.algorithms.common import Algorithm, Feedback, RoundInfo, StepInfo
 from sketchbo.algorithms.mlp import adam_fit, init_mlp, mlp_apply
-from sketchbo.algorithms.subset_bo import BOParams, BOStatic, Data, append_batch, data_mean, data_valid
+from sketchbo.algorithms.subset_bo import (BOParams, BOStatic, Data, append_batch, data_mean, data_valid,
+                                           design_or_planned, empty_data)
 from sketchbo.gp import hyper
 
 ACTIVATION = "tanh"
@@ -92,16 +93,13 @@ def make_dkl_bo(static: BOStatic) -> Algorithm:
     def init(key, problem, params: BOParams) -> DKLState:
         del problem
         dt = params.beta_c.dtype
-        data = Data(jnp.zeros((cap, d), dt), jnp.zeros((cap,), dt), jnp.zeros((cap,), dt), jnp.zeros((), jnp.int32))
+        data = empty_data(cap, d, dt)
         return DKLState(data=data, kernel=init_kernel(key, d, static.hidden, static.features, dt),
                         beta=jnp.zeros((), dt), next_x=jnp.full((d,), 0.5, dt), t=jnp.zeros((), jnp.int32),
                         batch_open=jnp.asarray(True))
 
     def select(key, state: DKLState, params: BOParams):
-        initial = state.t < n0  # uniform initial design (PROTOCOLS §9), then the planned query
-        x = jnp.where(initial, jax.random.uniform(key, (d,), dtype=state.next_x.dtype), state.next_x)
-        close = ~initial | (state.t + 1 >= n0)
-        new = state._replace(t=state.t + 1, batch_open=~close)
+        x, new = design_or_planned(key, state, n0)
         return x, new, StepInfo(dict_size=state.data.n)
 
     def update(state: DKLState, fb: Feedback, params: BOParams):

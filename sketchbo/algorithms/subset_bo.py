@@ -151,6 +151,21 @@ def data_mean(data: Data):
     return data.ysum / jnp.maximum(data.count, 1.0)
 
 
+def empty_data(cap: int, d: int, dtype) -> Data:
+    """An empty sample buffer D of ``cap`` rows."""
+    return Data(jnp.zeros((cap, d), dtype), jnp.zeros((cap,), dtype), jnp.zeros((cap,), dtype), jnp.zeros((), jnp.int32))
+
+
+def design_or_planned(key, state, n0: int):
+    """``select`` of a single-model BO algorithm (PROTOCOLS §9): the first n0 queries uniform in [0, 1]^d as
+    one batch, then the query planned by the last ``resparsify`` (``state.next_x``), batches of one. Returns
+    ``(x, state)`` with the step counted and the batch closed where it ends."""
+    initial = state.t < n0
+    x = jnp.where(initial, jax.random.uniform(key, state.next_x.shape, dtype=state.next_x.dtype), state.next_x)
+    close = ~initial | (state.t + 1 >= n0)
+    return x, state._replace(t=state.t + 1, batch_open=~close)
+
+
 def append_batch(data: Data, xs, ys, valid, merge: bool, n0: int) -> Data:
     """Add a batch (``xs`` (T, d), ``ys`` (T,), ``valid`` (T,)) to D. With ``merge`` (mini-META) the
     evaluations of a batch after the initial design are repeats of one point and share one row."""
@@ -192,7 +207,7 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
     def init(key, problem, params: BOParams) -> BOState:
         del key, problem  # the box is [0, 1]^d (static.d)
         dt = params.beta_c.dtype
-        data = Data(jnp.zeros((cap, d), dt), jnp.zeros((cap,), dt), jnp.zeros((cap,), dt), jnp.zeros((), jnp.int32))
+        data = empty_data(cap, d, dt)
         return BOState(
             data=data, sub_idx=jnp.arange(M, dtype=jnp.int32), sub_mask=jnp.zeros((M,), bool),
             hyper=hyper.init_hyper(d, dt), beta=jnp.zeros((), dt), next_x=jnp.full((d,), 0.5, dt),
@@ -313,6 +328,7 @@ def _nystrom_predict(h: hyper.GPHyper, data: Data, idx, mask, valid, y):
     return predict, lam
 
 
-__all__ = ["VARIANTS", "BOStatic", "BOParams", "BOState", "Data", "dynamic_buffer_size", "append_batch",
+__all__ = ["VARIANTS", "BOStatic", "BOParams", "BOState", "Data", "dynamic_buffer_size", "append_batch", "empty_data",
+           "design_or_planned",
            "model_size", "gssbo_rule", "ipa_quality", "ipa_rows",
            "make_subset_bo"]

@@ -66,7 +66,7 @@ def test_bounded_step_matches_the_lazy_rule_on_random_tables(A, block, k):
     def both(exact, bound, fresh):
         tab = ucb_table(bound, block)
         refresh_many = lambda idx: exact[idx]  # noqa: E731
-        new = bounded_argmax(tab, fresh, refresh_many, k)
+        new = bounded_argmax(tab, fresh, refresh_many, k, k)
         ref = reference_lazy_argmax(tab, fresh, lambda i: exact[i])
         return new, ref
 
@@ -88,9 +88,11 @@ def test_bounded_step_falls_back_to_further_rounds_when_the_bounds_are_loose():
     A, k = 40, 8
     exact = jnp.zeros((A,)).at[A - 1].set(0.5)
     tab = ucb_table(jnp.ones((A,)), 6)
-    _, fresh, i, n, loops = jax.jit(lambda t: bounded_argmax(t, jnp.zeros((A,), bool), lambda idx: exact[idx], k))(tab)
-    assert int(i) == A - 1 and int(n) == A and bool(jnp.all(fresh))
-    assert int(loops) == A // k - 1  # one unconditional round, then the fallback loop
+    for k_more, rounds in ((k, A // k - 1), (16, 2), (64, 1)):  # one unconditional round of k, then rounds of k_more
+        _, fresh, i, n, loops = jax.jit(lambda t: bounded_argmax(t, jnp.zeros((A,), bool), lambda idx: exact[idx], k,
+                                                                 k_more))(tab)
+        assert int(i) == A - 1 and int(n) == A and bool(jnp.all(fresh))
+        assert int(loops) == rounds
 
 
 def test_bounded_step_under_vmap_equals_single_tables():

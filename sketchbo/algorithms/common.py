@@ -231,7 +231,11 @@ def block_size(A: int) -> int:
     return max(1, int(round(A ** 0.5)))
 
 
-REFRESH_K = 8  # arms refreshed together by one round of the in-batch step (bounded_argmax)
+REFRESH_K = 8  # arms refreshed together by the first round of the in-batch step (bounded_argmax)
+# arms refreshed by each further round: the fallback is rare on most problems (Cadata: 77 rounds in 10^5 steps),
+# but where many stale bounds tie above the best exact UCB (FCNet's duplicated configurations, early rounds) it
+# refreshed thousands of arms 8 at a time (1475 rounds in one step); its cost is loop overhead, not arithmetic
+REFRESH_K_MORE = 128
 
 
 def _refresh_round(tab: UCBTable, fresh, refresh_many, k: int, A: int):
@@ -259,7 +263,7 @@ def _refresh_round(tab: UCBTable, fresh, refresh_many, k: int, A: int):
     return UCBTable(values, block_max), fresh.at[idx].set(True), jnp.sum(valid).astype(jnp.int32)
 
 
-def bounded_argmax(tab: UCBTable, fresh, refresh_many, k: int = REFRESH_K):
+def bounded_argmax(tab: UCBTable, fresh, refresh_many, k: int = REFRESH_K, k_more: int = REFRESH_K_MORE):
     """Exact argmax of UCBs that only decrease in a batch, in a bounded number of loop iterations
     (DESIGN §3; BBKB Alg. 1, L7–8).
 
@@ -268,7 +272,7 @@ def bounded_argmax(tab: UCBTable, fresh, refresh_many, k: int = REFRESH_K):
     stale bounds together (k m^2 work in one batched product); the table's argmax (first index among its
     maxima) is then the answer if it is exact: every stale entry bounds its arm's current UCB from above,
     so that arm is the first maximiser of the exact UCBs — the selection of the one-at-a-time lazy rule, ties
-    included. Otherwise further rounds of k follow (a while loop that almost never runs: under vmap, and on
+    included. Otherwise further rounds of ``k_more`` follow (a while loop that rarely runs: under vmap, and on
     accelerators where each iteration is a host round trip, the step no longer waits for the seed needing
     the most refreshes). Returns ``(tab, fresh, i, n_refresh, loop_iterations)``: the refreshed table, the
     exact marks, the argmax, the number of arms refreshed and the iterations of the fallback loop.
@@ -283,7 +287,7 @@ def bounded_argmax(tab: UCBTable, fresh, refresh_many, k: int = REFRESH_K):
 
     def body(c):
         tb, f, n, it = c
-        tb, f, dn = _refresh_round(tb, f, refresh_many, k, A)
+        tb, f, dn = _refresh_round(tb, f, refresh_many, k_more, A)
         return tb, f, n + dn, it + 1
 
     tab, fr, n, it = jax.lax.while_loop(cond, body, (tab, fr, n, jnp.zeros((), jnp.int32)))

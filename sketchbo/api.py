@@ -51,7 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sketchbo import tracking
-from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS, ArmSet, Params, Static, build
+from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS, ArmSet, Params, Static, build, oversampling
 from sketchbo.algorithms.common import arm_feedback
 from sketchbo.engine.program import padded_into, seed_keys
 from sketchbo.engine.rounds import capacity_request, finish_batch, select_batch
@@ -190,7 +190,7 @@ def _params(cfg: _Config, d: int) -> Params:
     lam = h.get("lam", 1.0)
     xi = cfg.noise_std if cfg.noise_std is not None else math.sqrt(lam)  # xi^2 = lam (PROTOCOLS §9)
     kparams = _kernel_params(cfg.kernel, d, jdt)
-    return Params(lam=jnp.asarray(lam, jdt), qbar=jnp.asarray(h.get("qbar", 1.0), jdt),
+    return Params(lam=jnp.asarray(lam, jdt), qbar=jnp.asarray(oversampling(h), jdt),
                   C=jnp.asarray(h.get("C", 1.0), jdt), F=jnp.asarray(h.get("F", 0.0), jdt),
                   delta=jnp.asarray(h.get("delta", 0.5), jdt), xi=jnp.asarray(xi, jdt),
                   eps=jnp.asarray(h.get("eps", 0.0), jdt), kernel=kparams)

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build, rule_name
+from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build, oversampling, rule_name
 from sketchbo.algorithms.common import arm_feedback, present
 from sketchbo.engine import checkpoint as ckpt
 from sketchbo.engine import host
@@ -66,6 +66,7 @@ CHOICES = {"beta": ("code", "paper", "vakili"), "beta_family": ("bkb", "bbkb"), 
 _FLOATS = {
     "lam": (lambda v: v > 0, "it must be a finite number > 0"),
     "qbar": (lambda v: v > 0, "it must be a finite number > 0"),
+    "rls_qbar": (lambda v: v > 0, "it must be a finite number > 0"),
     "C": (lambda v: v >= 1, "it must be a finite number >= 1"),
     "F": (lambda v: v >= 0, "it must be a finite number >= 0"),
     "delta": (lambda v: 0 < v < 1, "it must be in (0, 1), or null for 1/T"),
@@ -263,7 +264,8 @@ def _element_args(s: _Setup):
 
     kparams = s.kernel[1]
     params = Params(
-        lam=hyper_values("lam", 1.0), qbar=hyper_values("qbar", 1.0), C=hyper_values("C", 1.0),
+        lam=hyper_values("lam", 1.0), qbar=per_element([oversampling(h) for h in s.hypers]),
+        C=hyper_values("C", 1.0),
         F=hyper_values("F", 0.0), delta=hyper_values("delta", 0.5), xi=per_element(s.xis),
         eps=hyper_values("eps", 0.0),
         kernel=jax.tree.map(lambda v: jnp.broadcast_to(v, (n_el + n_pad,) + v.shape), kparams))
@@ -312,7 +314,7 @@ def _identity(s: _Setup) -> dict:
         kernel={"name": name, **{k: np.asarray(v).tolist() for k, v in kparams.items()}})
 
 
-GRID_KEYS = ("lam", "qbar", "C", "F", "delta", "eps")  # float hyperparameters that can be a grid axis
+GRID_KEYS = ("lam", "qbar", "rls_qbar", "C", "F", "delta", "eps")  # float hyperparameters that can be a grid axis
 
 
 def grid_points(algorithm: str, grid: dict | None) -> list[dict]:

@@ -98,7 +98,7 @@ def accepted_as_float(value, ok) -> bool:
 
 
 FLOAT_RANGES = {  # the documented ranges of the float hyperparameters
-    "lam": lambda v: v > 0, "qbar": lambda v: v > 0, "C": lambda v: v >= 1, "F": lambda v: v >= 0,
+    "lam": lambda v: v > 0, "qbar": lambda v: v > 0, "rls_qbar": lambda v: v > 0, "C": lambda v: v >= 1, "F": lambda v: v >= 0,
     "delta": lambda v: 0 < v < 1, "eps": lambda v: 0 <= v <= 1,
 }
 

@@ -41,7 +41,8 @@ def _parts(name, T=24):
                         beta_family=spec.defaults.get("beta_family", "bbkb"), beta_mode="code", resample="code",
                         batch_rule=rule_name(spec, spec.defaults))
         f = jnp.asarray
-        params = Params(f(0.2), f(2.0), f(2.0), f(1.0), f(0.1), f(0.2 ** 0.5), f(0.1), kernel_params("rbf", 2, sigma2=0.2))
+        params = Params(f(0.2), f(2.0), f(2.0), f(1.0), f(0.1), f(0.2 ** 0.5), f(0.1),
+                        kernel_params("rbf", 2, sigma2=0.2))
         fb = Feedback(jnp.arange(T, dtype=jnp.int32), jnp.zeros(T), jnp.arange(T) < 3)
         return build(spec, static), ArmSet(jnp.asarray(SMALL.arms)), params, fb
     hyper = continuous.resolve_hyperparameters(name, {}, T)

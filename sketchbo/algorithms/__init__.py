@@ -75,11 +75,12 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
                                 {**_SPARSE, "C": 2.0, "beta_family": "bbkb"}, "bbkb_local"),
     "eps_greedy": AlgorithmSpec("eps_greedy", "eps-greedy on empirical means", "none", False,
                                 {"eps": 0.1}, "sequential"),
-    # S-BPE: lam = tau^2, F = C_k, xi = R of Thm 3.5; qbar = Alg. 2's RLS oversampling (16 = the theory's);
+    # S-BPE: lam = tau^2, F = C_k, xi = R of Thm 3.5; rls_qbar = Alg. 2's RLS oversampling (16 = the theory's; not
+    # BBKB's dictionary oversampling qbar, hence its own name);
     # beta: code (practical width) | paper (Thm 3.5, Eq. (13)); resample: code (exact in-batch variance, rank-one
     # per choice) | paper (RLS inducing points before every choice, Alg. 1 L6)
     "sbpe": AlgorithmSpec("sbpe", "S-BPE: batched pure exploration on SVGP statistics, elimination by Thm 3.5",
-                          "sbpe", True, {"lam": None, "F": None, "delta": None, "qbar": 1.0, "m_max": 192,
+                          "sbpe", True, {"lam": None, "F": None, "delta": None, "rls_qbar": 1.0, "m_max": 192,
                                          "u_max": 256, "beta": "code", "resample": "code"}, "schedule"),
 }
 
@@ -143,6 +144,12 @@ assert all(s.domain == "arms" for s in ALGORITHMS.values()) and all(s.domain == 
 _BATCH_RULE_NAMES = {"product": "product", "sum": "bbkb_global"}  # gp_bucb's ``batch_rule`` option
 
 
+def oversampling(hyper: dict) -> float:
+    """``Params.qbar`` from a finite-arm algorithm's hyperparameters: BBKB/BKB's dictionary oversampling
+    ``qbar``, or S-BPE's recursive-RLS oversampling ``rls_qbar`` (1.0 for algorithms with neither)."""
+    return hyper.get("qbar", hyper.get("rls_qbar", 1.0))
+
+
 def rule_name(spec: AlgorithmSpec, hyper: dict) -> str:
     if spec.name == "gp_bucb":
         return _BATCH_RULE_NAMES[hyper.get("batch_rule", "product")]
@@ -180,4 +187,4 @@ def build_bo(spec: AlgorithmSpec, static: BOStatic) -> Algorithm:
     return make_subset_bo(static)
 
 
-__all__ = ["REGISTRY", "ALGORITHMS", "BO_ALGORITHMS", "BoxSet", "Feedback", "StepInfo", "RoundInfo", "BOParams", "BOStatic", "build_bo", "AlgorithmSpec", "Algorithm", "ArmSet", "Params", "Static", "build", "rule_name"]
+__all__ = ["oversampling", "REGISTRY", "ALGORITHMS", "BO_ALGORITHMS", "BoxSet", "Feedback", "StepInfo", "RoundInfo", "BOParams", "BOStatic", "build_bo", "AlgorithmSpec", "Algorithm", "ArmSet", "Params", "Static", "build", "rule_name"]

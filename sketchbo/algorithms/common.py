@@ -250,9 +250,13 @@ def top_k_indices(x, k: int):
     1000 x 144 and 1000 x 1152 entries; issue 15) and a third of the execution time of float64 BBKB on
     the CPU. So float32 keeps ``top_k``, and other dtypes with k <= SCAN_TOP_K take k successive
     first-maximum extractions (2k reductions over x): Cadata, T = 10^4, 10 seeds on the 2-core CPU,
-    float64 execution 33.1 -> 21.8 s (float32 with the extractions: 12.7 -> 15.1 s, hence the split)."""
-    if x.dtype == jnp.float32 or k > SCAN_TOP_K:
+    float64 execution 33.1 -> 21.8 s (float32 with the extractions: 12.7 -> 15.1 s, hence the split).
+    Larger k of other dtypes ranks by the float32-rounded values: the order is lax.top_k's up to float32
+    rounding (entries equal in float32 go by index)."""
+    if x.dtype == jnp.float32:
         return jax.lax.top_k(x, k)[1]
+    if k > SCAN_TOP_K:  # the fallback rounds: ranked by the float32-rounded values (see _refresh_round)
+        return jax.lax.top_k(x.astype(jnp.float32), k)[1]
     n = x.shape[0]
     pos = jnp.arange(n)
     taken = jnp.zeros((n,), bool)
@@ -270,8 +274,10 @@ def _refresh_round(tab: UCBTable, fresh, refresh_many, k: int, A: int):
 
     ``fresh`` (n_blocks * B,) marks exact entries (padding counts as fresh). The candidates are the k
     largest stale entries of the k blocks with the largest maxima, and always the table's argmax when it is
-    stale (so that every round makes progress, whatever the ties and -inf entries). Returns
-    ``(tab, fresh, n_refreshed)``.
+    stale (so that every round makes progress, whatever the ties and -inf entries). Which stale arms are
+    refreshed changes the work, not the selection (:func:`bounded_argmax` stops at the first exact
+    maximiser whatever was refreshed), so the large fallback rounds may rank candidates by float32-rounded
+    bounds (:func:`top_k_indices`). Returns ``(tab, fresh, n_refreshed)``.
     """
     nb, B = tab.values.shape
     kb = min(k, nb)

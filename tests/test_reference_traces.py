@@ -44,15 +44,17 @@ def test_trajectory_equals_the_one_recorded_before_the_engine(name):
 
 
 @pytest.mark.slow  # ~2 min in all; tests/test_runner.py checks the same for BBKB in the default suite
-@pytest.mark.parametrize("name", [n for n in sorted(ALGORITHMS) if "u_max" in ALGORITHMS[n].defaults])
-def test_growth_continues_to_the_queries_of_a_run_started_at_the_final_capacity(name):
+@pytest.mark.parametrize("name,options", [(n, {}) for n in sorted(ALGORITHMS) if "u_max" in ALGORITHMS[n].defaults]
+                         + [("sbpe", {"beta": "paper", "resample": "paper"})])
+def test_growth_continues_to_the_queries_of_a_run_started_at_the_final_capacity(name, options):
     """DESIGN §3: on overflow the engine continues from the last completed chunk in padded buffers."""
     problem = make_problem("gp_sample", A=120, d=2, sigma2=0.2)
     small = {"m_max": 6, "u_max": 8} if "m_max" in ALGORITHMS[name].defaults else {"u_max": 8}
+    small = {**small, **options}
     kw = dict(T=60, n_seeds=2, seed=1, progress=False)
     grown = run(name, problem, params={"lam": 0.05, "F": 1.0, **small}, **kw)
-    final = {k: grown.hyperparameters[f"{k}_final"] for k in small}
-    assert grown.capacity_events and all(final[k] > small[k] for k in ("u_max",))
+    final = {k: grown.hyperparameters[f"{k}_final"] if k.endswith("_max") else v for k, v in small.items()}
+    assert grown.capacity_events and final["u_max"] > small["u_max"]
     assert all("continuing from the last completed chunk" in e for e in grown.capacity_events)
     direct = run(name, problem, params={"lam": 0.05, "F": 1.0, **final}, **kw)
     assert direct.capacity_events == []

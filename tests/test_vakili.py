@@ -114,6 +114,33 @@ def test_widths_follow_theorem_3_5_its_union_bound_and_corollary_3_7():
 
 # ------------------------------------------------------------------------------------ recursive RLS
 
+def test_recursive_rls_sample_does_not_depend_on_the_capacities():
+    """Issue 14: every coin flip of Alg. 2 (L2 halvings, L7 sampling) is keyed by the point's arm and the
+    level, so the same pulls (176 unique points) give the same inducing points in lists of capacity 180 and 256
+    (and samples of capacity 200 and 256) at any depth: a run that grows its capacities keeps its trajectory."""
+    rng = np.random.default_rng(5)
+    A, n = 300, 260
+    arms = jnp.asarray(rng.uniform(-1, 1, (A, 2)))
+    kp = kernel_params("rbf", 2, sigma2=0.5)
+    counts = jnp.asarray(np.bincount(rng.integers(0, A, n), minlength=A).astype(float))
+    kdiag = RBF.diag(kp, arms)
+
+    def sample(key, u_max, m_max, levels):
+        u_idx, u_mask, _ = nystrom.pulled_list(counts, u_max)
+        s = rls.recursive_rls(key, RBF, kp, arms, kdiag, u_idx, u_mask, counts, 0.1, 0.1, m_max, levels,
+                              c_base=12.0, c_os=1.0)
+        assert int(s.wanted) <= m_max  # no level overflowed (an overflow is the caller's to grow)
+        return sorted(np.asarray(s.idx)[np.asarray(s.mask)].tolist()), int(s.levels_used)
+
+    for seed in range(3):
+        key = jax.random.key(seed)
+        small, used = sample(key, 180, 200, rls.n_levels(180))
+        assert used >= 1 and 0 < len(small) < int(np.sum(np.asarray(counts) > 0))  # it recursed and subsampled
+        assert sample(key, 256, 256, rls.n_levels(180)) == (small, used)
+        assert sample(key, 180, 200, rls.n_levels(180) + 2) == (small, used)
+
+
+
 @pytest.mark.parametrize("sigma2, tau2", [(1.0, 0.1), (0.5, 0.3), (2.0, 0.05)])
 def test_recursive_rls_meets_lambda_max_at_most_tau2_and_the_size_bound(sigma2, tau2):
     rng = np.random.default_rng(3)

@@ -38,7 +38,7 @@ Two discrete options (static; the registry's ``beta`` and ``resample`` keys, def
   sigma^2_j = sigma^2_{j-1} - g_j^2. The batch's end (L16–17) is the same in both modes.
 
 Costs per selection: ``resample=paper``: one recursive RLS over the batch's unique points
-(``rls.n_levels(u_max)`` posteriors of O(u_max m_max^2 + m_max^3)) and one sparse posterior of all A arms
+(``rls.n_levels(longest batch)`` posteriors of O(u_max m_max^2 + m_max^3)) and one sparse posterior of all A arms
 (O(A m_max^2)); ``resample=code``: O(A d + A N_max) with N_max the longest batch (state: an (A, N_max) factor).
 Per batch: one recursive RLS, one sparse posterior and one (u_max x u_max) eigenvalue problem for lambda_max.
 The dictionary capacity m_max and the list of the batch's unique arms u_max overflow like BKB's and are grown
@@ -117,7 +117,7 @@ def make_sbpe(static: Static) -> Algorithm:
     m_max, u_max = static.m_max, static.u_max
     lengths = batch_lengths(static.T)
     n_batches = len(lengths)  # B of Eq. (13) and Thm 5.2
-    levels = rls.n_levels(u_max)
+    levels = rls.n_levels(max(lengths))  # from the longest batch, not the capacity: growth keeps the trajectory
     exact_in_batch = static.resample == "code"
     n_cols = max(lengths) if exact_in_batch else 1  # N_max: columns of the in-batch factor
 

@@ -52,11 +52,20 @@ def n_levels(u_max: int, deepest: int = 32) -> int:
     return max(1, math.ceil(math.log2(max(u_max, 2) / deepest)))
 
 
-def level_counts(key, counts_u, levels: int):
-    """Copy counts of every level (levels + 1, u): c_0 = counts_u, c_l ~ Binomial(c_{l-1}, 1/2) (Alg. 2, L2)."""
+def slot_binomial(key, arm_idx, n, p):
+    """Binomial(n_i, p_i) for every slot i, each drawn with its own key folded with the slot's arm index
+    ``arm_idx`` (u,): a point's draws do not depend on the list's capacity or on its slot (a run that grows
+    u_max keeps its trajectory, issue 14)."""
+    keys = jax.vmap(jax.random.fold_in, (None, 0))(key, arm_idx)
+    return jax.vmap(jax.random.binomial)(keys, n, jnp.broadcast_to(p, n.shape)).astype(n.dtype)
+
+
+def level_counts(key, counts_u, levels: int, arm_idx):
+    """Copy counts of every level (levels + 1, u): c_0 = counts_u, c_l ~ Binomial(c_{l-1}, 1/2) (Alg. 2, L2),
+    slot i's draws keyed by its arm ``arm_idx[i]`` and level l by ``split(key, levels)[l - 1]``."""
 
     def halve(c, k):
-        c_next = jax.random.binomial(k, c, 0.5).astype(c.dtype)
+        c_next = slot_binomial(k, arm_idx, c, 0.5)
         return c_next, c_next
 
     _, deeper = jax.lax.scan(halve, counts_u, jax.random.split(key, levels))
@@ -85,7 +94,7 @@ def recursive_rls(key, kernel, kparams, arms, kdiag, pulled_idx, pulled_mask, co
     k_halve, k_sample = jax.random.split(key)
     X_u = arms[pulled_idx]
     kdiag_u = kdiag[pulled_idx]
-    c = level_counts(k_halve, jnp.where(pulled_mask, counts[pulled_idx], 0.0), levels)  # (levels + 1, u)
+    c = level_counts(k_halve, jnp.where(pulled_mask, counts[pulled_idx], 0.0), levels, pulled_idx)  # (levels + 1, u)
     sizes = jnp.sum(c, axis=1)
     log_inv = jnp.log(1.0 / delta) + jnp.arange(levels + 1) * jnp.log(DELTA_SHRINK)  # delta_l = delta / 32^l
     is_base = sizes <= c_base * log_inv  # Alg. 2, L1 at each level
@@ -100,16 +109,16 @@ def recursive_rls(key, kernel, kparams, arms, kdiag, pulled_idx, pulled_mask, co
         total = jnp.sum(c_l * scores)
         log_term = jnp.maximum(jnp.log(total) + log_inv_l, 1.0)  # log(sum l~ / delta_l), kept >= 1
         p = jnp.clip(scores * c_os * log_term, 0.0, 1.0)  # L6
-        s = jax.random.binomial(k, c_l, jnp.where(c_l > 0, p, 0.0)).astype(c_l.dtype)  # L7, per copy
+        s = slot_binomial(k, pulled_idx, c_l, jnp.where(c_l > 0, p, 0.0))  # L7, per copy
         sampled = jnp.where(s > 0, s / jnp.where(s > 0, p, 1.0), 0.0)  # merged squared weight s/p
         new = jnp.where(base, c_l, sampled)  # L1: every point, weight 1 per copy
         wanted = jnp.maximum(wanted, jnp.where(use & ~base, n_below, 0).astype(wanted.dtype))
         wanted = jnp.maximum(wanted, jnp.where(use, jnp.sum(new > 0), 0).astype(wanted.dtype))
         return (new, wanted), None
 
-    keys = jax.random.split(k_sample, levels)
+    keys = jax.random.split(k_sample, levels)  # level l samples with keys[l] (whatever the depth)
     # the deepest level is a base case (all of its points); then levels - 1, ..., 0
-    xs = (c[:-1][::-1], is_base[:-1][::-1], used[:-1][::-1], log_inv[:-1][::-1], keys)
+    xs = (c[:-1][::-1], is_base[:-1][::-1], used[:-1][::-1], log_inv[:-1][::-1], keys[::-1])
     (weights, wanted), _ = jax.lax.scan(level, (c[-1], jnp.zeros((), jnp.int32)), xs)
     local, mask, n_final = nystrom.exact_dictionary(weights, m_max)
     wanted = jnp.maximum(wanted, n_final).astype(jnp.int32)
@@ -139,5 +148,5 @@ def report(kernel, kparams, arms, z_idx, z_mask, pulled_idx, pulled_mask, counts
     return RLSReport(jnp.sum(z_mask), jnp.sum(root_n ** 2), d_eff, m_bound, lam, jnp.asarray(tau2))
 
 
-__all__ = ["THEORY", "RLSSample", "RLSReport", "n_levels", "level_counts", "leverage_scores", "recursive_rls",
+__all__ = ["THEORY", "RLSSample", "RLSReport", "n_levels", "slot_binomial", "level_counts", "leverage_scores", "recursive_rls",
            "report"]

@@ -47,9 +47,9 @@ class RLSSample(NamedTuple):
     levels_used: jax.Array  # () int32 recursion depth reached before a base case
 
 
-def n_levels(u_max: int, deepest: int = 32) -> int:
-    """Static recursion depth: enough halvings to bring u_max points down to about ``deepest``."""
-    return max(1, math.ceil(math.log2(max(u_max, 2) / deepest)))
+def n_levels(n: int, deepest: int = 32) -> int:
+    """Static recursion depth: enough halvings to bring n points (copies included) down to about ``deepest``."""
+    return max(1, math.ceil(math.log2(max(n, 2) / deepest)))
 
 
 def slot_binomial(key, arm_idx, n, p):
@@ -148,5 +148,5 @@ def report(kernel, kparams, arms, z_idx, z_mask, pulled_idx, pulled_mask, counts
     return RLSReport(jnp.sum(z_mask), jnp.sum(root_n ** 2), d_eff, m_bound, lam, jnp.asarray(tau2))
 
 
-__all__ = ["THEORY", "RLSSample", "RLSReport", "n_levels", "slot_binomial", "level_counts", "leverage_scores", "recursive_rls",
-           "report"]
+__all__ = ["THEORY", "RLSSample", "RLSReport", "n_levels", "slot_binomial", "level_counts", "leverage_scores",
+           "recursive_rls", "report"]

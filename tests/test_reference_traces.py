@@ -19,9 +19,10 @@ REFERENCE = {  # recorded with main at 0091b38 (the same function, the same argu
     "eps_greedy": "15943f6a9c13d7c5", "gp_bucb": "b5e439733745ec24", "gp_ucb": "b12aaee8ea3e4579",
     "sbpe": "c4f12c7adc8c2768",
 }
-# S-BPE: the options that select what was its only behaviour then, at the capacities that run ended with:
-# with ``resample: paper`` its RLS coin flips are drawn over its capacity-sized list, so its trajectory depends
-# on the capacity (the old runner re-ran from round 0 at the final one); the default (``code``) does not.
+# S-BPE: the options that select what was its only behaviour then, at the capacities that run ended with (the
+# old runner re-ran from round 0 at the final one). Its RLS coin flips were then drawn over its capacity-sized
+# list; they are keyed by arm and level now (gp.rls.slot_binomial), so that growth keeps the trajectory (the
+# growth test below covers ``resample: paper``); the digest recorded then still holds at T = 60.
 THEN = {"sbpe": {"beta": "paper", "resample": "paper", "m_max": 39, "u_max": 41}}
 
 

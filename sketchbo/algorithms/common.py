@@ -245,11 +245,11 @@ def top_k_indices(x, k: int):
     """Indices of the k largest entries of a 1-D array, in ``lax.top_k``'s order (descending; ties to the
     lower index; -inf entries last).
 
-    XLA has a TopK kernel for float32 on CPU and GPU; other dtypes are lowered to a full sort, which made
-    ``top_k`` the largest device cost of a 1000-seed float64 in-batch step on an H100 (1.9 ms a step for
-    1000 x 144 and 1000 x 1152 entries; issue 15) and a third of the execution time of float64 BBKB on
-    the CPU. So float32 keeps ``top_k``, and other dtypes with k <= SCAN_TOP_K take k successive
-    first-maximum extractions (2k reductions over x): Cadata, T = 10^4, 10 seeds on the 2-core CPU,
+    In float64 XLA lowers ``top_k`` to a full sort (seen on the CPU and on an H100, where it was the largest
+    device cost of a 1000-seed in-batch step: ~1.8 ms a step for 1000 x 144 and 1000 x 1152 entries, issue
+    15); on the CPU it cost a third of float64 BBKB's execution time. float32 ``top_k`` was faster than the
+    extractions on the CPU (the GPU's float32 case is not measured). So float32 keeps ``top_k``, and other
+    dtypes with k <= SCAN_TOP_K take k successive first-maximum extractions (2k reductions over x): Cadata, T = 10^4, 10 seeds on the 2-core CPU,
     float64 execution 33.1 -> 21.8 s (float32 with the extractions: 12.7 -> 15.1 s, hence the split).
     Larger k of other dtypes ranks by the float32-rounded values: the order is lax.top_k's up to float32
     rounding (entries equal in float32 go by index)."""

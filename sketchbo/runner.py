@@ -162,18 +162,56 @@ def feedback(queries, noise, f, xi, recorded):
     return samples[q, j]
 
 
-def make_round(alg, T: int):
-    """(round_, active) for one seed of a finite problem."""
+ROUND_BUFFER = 256  # selections recorded in the round's buffer between two writes into the T-sized traces
 
-    def record(tr, t, q, info):
-        return tr._replace(query=tr.query.at[t].set(q), batch_index=tr.batch_index.at[t].set(tr.rounds),
-                           dict_size=tr.dict_size.at[t].set(present(info.dict_size, 0)),
-                           loop_iterations=tr.loop_iterations.at[t].set(present(info.loop_iterations, 0)))
+
+class StepRecords(NamedTuple):
+    """The selections of (part of) one batch, written into the traces when the in-batch loop stops."""
+
+    query: jax.Array  # (L,) int32 arm of each selection
+    dict_size: jax.Array  # (L,) int32 dictionary size used by each selection
+    loop_iterations: jax.Array  # (L,) int32 loop iterations of each selection
+    n: jax.Array  # () int32 selections recorded
+
+
+def make_round(alg, T: int):
+    """(round_, active) for one seed of a finite problem.
+
+    The in-batch loop records its selections in a buffer of L = min(T, ROUND_BUFFER) steps, written into the
+    (T,) traces after the loop (again if a batch is longer than L): under ``vmap`` a while loop selects every
+    carried array per seed at every iteration, and the traces are T-sized (Cadata, T = 10^4, 1000 seeds:
+    160 MB) where the buffer is L-sized."""
+    L = min(T, ROUND_BUFFER)
+    empty = StepRecords(jnp.zeros((L,), jnp.int32), jnp.zeros((L,), jnp.int32), jnp.zeros((L,), jnp.int32),
+                        jnp.zeros((), jnp.int32))
+
+    def record(buf, t, q, info):
+        del t
+        return StepRecords(buf.query.at[buf.n].set(q), buf.dict_size.at[buf.n].set(present(info.dict_size, 0)),
+                           buf.loop_iterations.at[buf.n].set(present(info.loop_iterations, 0)), buf.n + 1)
+
+    def write(tr, buf, t_start):  # the buffer's n selections at steps t_start, ..., t_start + n - 1
+        pos = jnp.where(jnp.arange(L) < buf.n, t_start + jnp.arange(L), T)  # T: dropped
+
+        def put(a, v):
+            return a.at[pos].set(v, mode="drop")
+
+        return tr._replace(query=put(tr.query, buf.query), batch_index=put(tr.batch_index, tr.rounds),
+                           dict_size=put(tr.dict_size, buf.dict_size),
+                           loop_iterations=put(tr.loop_iterations, buf.loop_iterations))
 
     def round_(carry, keys: SeedKeys, noise, params, f, xi, recorded):
         state, tr = carry
         t0 = state.t
-        state, tr = select_batch(alg, keys.select, params, state, tr, record, lambda st, _: st.t < T)
+
+        def part(c):  # up to L selections of the batch, then written into the traces
+            st, tr = c
+            t_start = st.t
+            st, buf = select_batch(alg, keys.select, params, st, empty, record,
+                                   lambda s, b: (s.t < T) & (b.n < L))
+            return st, write(tr, buf, t_start)
+
+        state, tr = jax.lax.while_loop(lambda c: c[0].batch_open & (c[0].t < T), part, (state, tr))
         pos = jnp.arange(T)
         queries = jnp.where((pos >= t0) & (pos < state.t), tr.query, -1)
         ys = feedback(queries, noise, f, xi, recorded)

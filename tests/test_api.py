@@ -191,6 +191,7 @@ def test_user_capacities_are_honoured_like_the_runners():
         make("gssbo")
 
 
+@pytest.mark.extended
 def test_capacity_growth_gives_the_trajectory_of_a_large_capacity():
     n = 25  # four growth steps of the dictionary: 2 -> 5 -> 9 -> 15 -> 24
     small, large = make(params={"m_max": 2}), make(params={"m_max": 100})

@@ -150,7 +150,7 @@ def test_selection_benchmark_rows_and_bad_input(tmp_path):
     assert not (tmp_path / "x.json").exists()
 
 
-@pytest.mark.slow  # ~25 s of compilations; .ci/run runs it after the default suite
+@pytest.mark.extended  # ~25 s of compilations; .ci/run runs it after the default suite
 def test_growth_benchmark_runs_and_grows_without_changing_the_queries(tmp_path):
     out = tmp_path / "growth.json"
     proc = run_script("bench_growth.py", "--quick", "--out", out)

@@ -283,6 +283,7 @@ def assert_same_bo_run(a, b):
 BO_ALWAYS = ("gssbo", "sparse_gp", "std_gp_ucb")  # one per engine (subset, Nyström, all rows); the rest: -m slow
 
 
+@pytest.mark.extended
 def test_continuous_checkpoint_of_another_run_is_ignored(tmp_path, monkeypatch, capfd):
     path = tmp_path / "ck.npz"
     kw = bo_kwargs("rssbo")

@@ -412,6 +412,7 @@ def test_progress_is_one_redrawn_line_on_a_terminal_and_plain_lines_otherwise(mo
     assert sys.stderr.getvalue() == ""
 
 
+@pytest.mark.extended
 def test_float_grid_in_one_program_equals_the_multirun(tmp_path):
     """grid.qbar=[1,3] grid.C=[1.5,3] runs the four points in one program with the multirun's numbers."""
     common = ["algorithm=bbkb", "problem.A=100", "T=25", "n_seeds=2", "progress=false"]

@@ -66,7 +66,7 @@ def test_bounded_step_matches_the_lazy_rule_on_random_tables(A, block, k):
     def both(exact, bound, fresh):
         tab = ucb_table(bound, block)
         refresh_many = lambda idx: exact[idx]  # noqa: E731
-        new = bounded_argmax(tab, fresh, refresh_many, k, k)
+        new = bounded_argmax(tab, fresh, refresh_many, k, k, 1)
         ref = reference_lazy_argmax(tab, fresh, lambda i: exact[i])
         return new, ref
 
@@ -84,15 +84,16 @@ def test_bounded_step_matches_the_lazy_rule_on_random_tables(A, block, k):
 
 
 def test_bounded_step_falls_back_to_further_rounds_when_the_bounds_are_loose():
-    """All bounds 1, exact UCBs 0 except the last arm's 0.5: every arm must be refreshed (k at a time)."""
+    """All bounds 1, exact UCBs 0 except the last arm's 0.5: every arm must be refreshed — k in the first
+    round, then per_block arms in each of more_blocks blocks per fallback round."""
     A, k = 40, 8
     exact = jnp.zeros((A,)).at[A - 1].set(0.5)
-    tab = ucb_table(jnp.ones((A,)), 6)
-    for k_more, rounds in ((k, A // k - 1), (16, 2), (64, 1)):  # one unconditional round of k, then rounds of k_more
+    tab = ucb_table(jnp.ones((A,)), 6)  # 7 blocks of 6 (the last: 4 arms and 2 padding entries)
+    for more_blocks, per_block, rounds in ((1, 1, A - k), (2, 2, (A - k) // 4), (7, 6, 1), (16, 8, 1)):
         _, fresh, i, n, loops = jax.jit(lambda t: bounded_argmax(t, jnp.zeros((A,), bool), lambda idx: exact[idx], k,
-                                                                 k_more))(tab)
+                                                                 more_blocks, per_block))(tab)
         assert int(i) == A - 1 and int(n) == A and bool(jnp.all(fresh))
-        assert int(loops) == rounds
+        assert int(loops) == rounds, (more_blocks, per_block)
 
 
 def test_bounded_step_under_vmap_equals_single_tables():
@@ -153,8 +154,8 @@ def test_selections_identical_to_the_lazy_rule_on_cadata_T2000(monkeypatch):
 
 @pytest.mark.parametrize("k", [1, 3, 8, 16, 128])
 def test_top_k_indices_equals_lax_top_k_with_ties_and_minus_inf(k):
-    """The in-batch step's top-k (float64: sort-free extraction for k <= 16, float32-rounded ranks above)
-    returns lax.top_k's indices, in its order, on values float32 represents exactly."""
+    """The in-batch step's top-k (float64: sort-free extraction for k <= 16, lax.top_k above) returns
+    lax.top_k's indices, in its order."""
     rng = np.random.default_rng(k)
     fn = jax.jit(lambda x: common.top_k_indices(x, k))
     for n in (n for n in (k, 17, 144, 1152) if n >= k):

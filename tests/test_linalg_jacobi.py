@@ -146,6 +146,7 @@ def test_method_selection():
         np.testing.assert_allclose(sym_eig(A, method)[0], [1.0, 2.0, 3.0])
 
 
+@pytest.mark.extended
 def test_bbkb_run_with_jacobi_gives_the_same_queries(monkeypatch):
     """BBKB in float64 with the dictionary's eigendecompositions by Jacobi (vmapped seeds): the same pulls as
     with eigh (seeds by lax.map).

@@ -34,7 +34,8 @@ def test_every_finite_algorithm_has_a_reference():
     assert sorted(REFERENCE) == sorted(ALGORITHMS)
 
 
-@pytest.mark.parametrize("name", sorted(REFERENCE))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.extended) if n in ("bbkb_local", "bkb") else n
+                                  for n in sorted(REFERENCE)])  # the two slowest: CI's extended set
 def test_trajectory_equals_the_one_recorded_before_the_engine(name):
     problem = make_problem("gp_sample", A=120, d=2, sigma2=0.2)
     params = {"lam": 0.05, "F": 1.0} if "lam" in ALGORITHMS[name].defaults else None

@@ -78,6 +78,7 @@ def test_bad_arms_and_rewards_are_rejected(no_compile):
         run("bbkb", SMALL, T=10, kernel={"name": "matern52", "lengthscales": [1.0, 1.0, 1.0]})
 
 
+@pytest.mark.extended
 def test_dictionary_overflow_is_reported_and_the_run_redone_with_a_larger_capacity():
     kw = dict(T=60, n_seeds=2, progress=False)
     small = run("bbkb", SMALL, params={"m_max": 3, "u_max": 4, "F": 1.0}, **kw)
@@ -109,6 +110,22 @@ def test_traces_are_consistent_and_the_last_batch_is_truncated_at_T():
     assert np.all(b[:, 1] == 1)
     noise = res.traces["reward"] - f[q]
     assert 0.25 < noise.std() < 0.65  # sqrt(0.2) = 0.447
+
+
+def test_batches_longer_than_the_round_buffer_are_recorded_in_parts(monkeypatch):
+    """The in-batch loop records into a buffer of ROUND_BUFFER steps written into the traces when it stops;
+    batches longer than the buffer (C = 4 gives batches of up to 9 here) take several parts, with the same
+    traces, under vmap and lax.map."""
+    kw = dict(T=57, n_seeds=3, progress=False, params={"C": 4.0, "F": 1.0, "lam": 0.2})
+    ref = {axis: run("bbkb", SMALL, seed_axis=axis, **kw) for axis in ("map", "vmap")}
+    assert ref["map"].max_batch_size.max() > 2
+    monkeypatch.setattr(runner, "ROUND_BUFFER", 2)
+    monkeypatch.setattr(program, "_PROGRAMS", {})
+    for axis in ("map", "vmap"):
+        res = run("bbkb", SMALL, seed_axis=axis, **kw)
+        for name in ("query", "batch_index", "dict_size", "loop_iterations", "reward"):
+            np.testing.assert_array_equal(res.traces[name], ref[axis].traces[name])
+            np.testing.assert_array_equal(res.traces[name], ref["map"].traces[name])
 
 
 def test_noiseless_problem_gives_exact_rewards():
@@ -169,6 +186,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.extended
 def test_seeds_sharded_over_four_devices_equal_one_device():
     """A mesh over the seed axis (padded to a multiple of the device count) changes no trajectory."""
     import json

@@ -114,6 +114,7 @@ def test_widths_follow_theorem_3_5_its_union_bound_and_corollary_3_7():
 
 # ------------------------------------------------------------------------------------ recursive RLS
 
+@pytest.mark.extended
 def test_recursive_rls_sample_does_not_depend_on_the_capacities():
     """Issue 14: every coin flip of Alg. 2 (L2 halvings, L7 sampling) is keyed by the point's arm and the
     level, so the same pulls (176 unique points) give the same inducing points in lists of capacity 180 and 256

@@ -65,6 +65,7 @@ def test_likelihood_and_prediction_equal_the_exact_gp_when_the_sets_hold_every_e
     np.testing.assert_allclose(var, vref, rtol=1e-6, atol=1e-12)
 
 
+@pytest.mark.extended
 def test_vmap_equals_map_and_a_grown_buffer_gives_the_same_trajectories():
     p = make_problem("hartmann6")
     kw = dict(T=30, n_seeds=2, params={"n0": 8, "n_uniform": 128, "n_local": 32, "m": 6}, progress=False)

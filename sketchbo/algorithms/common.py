@@ -232,10 +232,13 @@ def block_size(A: int) -> int:
 
 
 REFRESH_K = 8  # arms refreshed together by the first round of the in-batch step (bounded_argmax)
-# arms refreshed by each further round: the fallback is rare on most problems (Cadata: 77 rounds in 10^5 steps),
-# but where many stale bounds tie above the best exact UCB (FCNet's duplicated configurations, early rounds) it
-# refreshed thousands of arms 8 at a time (1475 rounds in one step); its cost is loop overhead, not arithmetic
-REFRESH_K_MORE = 128
+# Each further round (the fallback, rare on most problems: Cadata 77 rounds in 10^5 steps) refreshes the
+# REFRESH_PER_BLOCK largest stale entries of each of the REFRESH_BLOCKS blocks with the largest maxima (128
+# arms). Where many stale bounds tie above the best exact UCB (FCNet's duplicated configurations, early
+# rounds) rounds of 8 needed thousands of iterations in one step; rounds of 128 arms a few. The candidates
+# are found by extractions (top_k_indices), not by a sort over the k blocks' B entries.
+REFRESH_BLOCKS = 16
+REFRESH_PER_BLOCK = 8
 
 
 SCAN_TOP_K = 16  # up to this k, top_k_indices extracts maxima one by one instead of sorting
@@ -251,12 +254,9 @@ def top_k_indices(x, k: int):
     extractions on the CPU (the GPU's float32 case is not measured). So float32 keeps ``top_k``, and other
     dtypes with k <= SCAN_TOP_K take k successive first-maximum extractions (2k reductions over x): Cadata, T = 10^4, 10 seeds on the 2-core CPU,
     float64 execution 33.1 -> 21.8 s (float32 with the extractions: 12.7 -> 15.1 s, hence the split).
-    Larger k of other dtypes ranks by the float32-rounded values: the order is lax.top_k's up to float32
-    rounding (entries equal in float32 go by index)."""
-    if x.dtype == jnp.float32:
+    Larger k of other dtypes is ``lax.top_k`` (a sort)."""
+    if x.dtype == jnp.float32 or k > SCAN_TOP_K:
         return jax.lax.top_k(x, k)[1]
-    if k > SCAN_TOP_K:  # the fallback rounds: ranked by the float32-rounded values (see _refresh_round)
-        return jax.lax.top_k(x.astype(jnp.float32), k)[1]
     n = x.shape[0]
     pos = jnp.arange(n)
     taken = jnp.zeros((n,), bool)
@@ -269,22 +269,28 @@ def top_k_indices(x, k: int):
     return jnp.stack(out).astype(jnp.int32)
 
 
-def _refresh_round(tab: UCBTable, fresh, refresh_many, k: int, A: int):
-    """Refresh up to k stale arms with the largest bounds, in one batched call of ``refresh_many``.
+def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, kb: int, per_block: int | None = None):
+    """Refresh stale arms with large bounds, in one batched call of ``refresh_many``.
 
-    ``fresh`` (n_blocks * B,) marks exact entries (padding counts as fresh). The candidates are the k
-    largest stale entries of the k blocks with the largest maxima, and always the table's argmax when it is
-    stale (so that every round makes progress, whatever the ties and -inf entries). Which stale arms are
-    refreshed changes the work, not the selection (:func:`bounded_argmax` stops at the first exact
-    maximiser whatever was refreshed), so the large fallback rounds may rank candidates by float32-rounded
-    bounds (:func:`top_k_indices`). Returns ``(tab, fresh, n_refreshed)``.
+    ``fresh`` (n_blocks * B,) marks exact entries (padding counts as fresh). The candidates come from the kb
+    blocks with the largest maxima (all blocks if fewer): their kb largest stale entries together
+    (``per_block=None``, the first round), or the ``per_block`` largest stale entries of each (the fallback rounds: no top-k over kb * B
+    entries, which XLA sorts); and always the table's argmax when it is stale (so that every round makes
+    progress, whatever the ties and -inf entries). Which stale arms are refreshed changes the work, not the
+    selection (:func:`bounded_argmax` stops at the first exact maximiser whatever was refreshed). Returns
+    ``(tab, fresh, n_refreshed)``.
     """
     nb, B = tab.values.shape
-    kb = min(k, nb)
+    k, kb = kb, min(kb, nb)
     blocks = top_k_indices(tab.block_max, kb)  # (kb,)
     stale = ~fresh.reshape(nb, B)[blocks]
-    pos = top_k_indices(jnp.where(stale, tab.values[blocks], -jnp.inf).reshape(-1), min(k, kb * B))
-    idx = blocks[pos // B] * B + pos % B  # flat indices of the candidates
+    cand = jnp.where(stale, tab.values[blocks], -jnp.inf)  # (kb, B)
+    if per_block is None:
+        pos = top_k_indices(cand.reshape(-1), min(k, kb * B))
+        idx = blocks[pos // B] * B + pos % B  # flat indices of the candidates
+    else:
+        pos = jax.vmap(lambda row: top_k_indices(row, min(per_block, B)))(cand)  # (kb, per_block)
+        idx = (blocks[:, None] * B + pos).reshape(-1)
     best = table_argmax(tab)
     idx = idx.at[0].set(jnp.where(fresh[best], idx[0], best).astype(idx.dtype))
     valid = ~fresh[idx]  # stale real arms; a repeated candidate writes the same value twice
@@ -296,7 +302,8 @@ def _refresh_round(tab: UCBTable, fresh, refresh_many, k: int, A: int):
     return UCBTable(values, block_max), fresh.at[idx].set(True), jnp.sum(valid).astype(jnp.int32)
 
 
-def bounded_argmax(tab: UCBTable, fresh, refresh_many, k: int = REFRESH_K, k_more: int = REFRESH_K_MORE):
+def bounded_argmax(tab: UCBTable, fresh, refresh_many, k: int = REFRESH_K, more_blocks: int = REFRESH_BLOCKS,
+                   per_block: int = REFRESH_PER_BLOCK):
     """Exact argmax of UCBs that only decrease in a batch, in a bounded number of loop iterations
     (DESIGN §3; BBKB Alg. 1, L7–8).
 
@@ -305,14 +312,14 @@ def bounded_argmax(tab: UCBTable, fresh, refresh_many, k: int = REFRESH_K, k_mor
     stale bounds together (k m^2 work in one batched product); the table's argmax (first index among its
     maxima) is then the answer if it is exact: every stale entry bounds its arm's current UCB from above,
     so that arm is the first maximiser of the exact UCBs — the selection of the one-at-a-time lazy rule, ties
-    included. Otherwise further rounds of ``k_more`` follow (a while loop that rarely runs: under vmap, and on
-    accelerators where each iteration is a host round trip, the step no longer waits for the seed needing
-    the most refreshes). Returns ``(tab, fresh, i, n_refresh, loop_iterations)``: the refreshed table, the
+    included. Otherwise further rounds follow, of ``per_block`` arms in each of ``more_blocks`` blocks (a
+    while loop that rarely runs: under vmap, and on accelerators where each iteration is a host round trip,
+    the step no longer waits for the seed needing the most refreshes). Returns ``(tab, fresh, i, n_refresh, loop_iterations)``: the refreshed table, the
     exact marks, the argmax, the number of arms refreshed and the iterations of the fallback loop.
     """
     A = fresh.shape[0]
     fr = jnp.ones((tab.values.size,), bool).at[:A].set(fresh)
-    tab, fr, n = _refresh_round(tab, fr, refresh_many, k, A)
+    tab, fr, n = _refresh_round(tab, fr, refresh_many, A, k)
 
     def cond(c):
         tb, f, _, _ = c
@@ -320,7 +327,7 @@ def bounded_argmax(tab: UCBTable, fresh, refresh_many, k: int = REFRESH_K, k_mor
 
     def body(c):
         tb, f, n, it = c
-        tb, f, dn = _refresh_round(tb, f, refresh_many, k_more, A)
+        tb, f, dn = _refresh_round(tb, f, refresh_many, A, more_blocks, per_block)
         return tb, f, n + dn, it + 1
 
     tab, fr, n, it = jax.lax.while_loop(cond, body, (tab, fr, n, jnp.zeros((), jnp.int32)))

@@ -252,8 +252,9 @@ def top_k_indices(x, k: int):
     device cost of a 1000-seed in-batch step: ~1.8 ms a step for 1000 x 144 and 1000 x 1152 entries, issue
     15); on the CPU it cost a third of float64 BBKB's execution time. float32 ``top_k`` was faster than the
     extractions on the CPU (the GPU's float32 case is not measured). So float32 keeps ``top_k``, and other
-    dtypes with k <= SCAN_TOP_K take k successive first-maximum extractions (2k reductions over x): Cadata, T = 10^4, 10 seeds on the 2-core CPU,
-    float64 execution 33.1 -> 21.8 s (float32 with the extractions: 12.7 -> 15.1 s, hence the split).
+    dtypes with k <= SCAN_TOP_K take k successive first-maximum extractions (2k reductions over x): Cadata,
+    T = 10^4, 10 seeds on the 2-core CPU, float64 execution 33.1 -> 21.8 s (float32 with the extractions:
+    12.7 -> 15.1 s, hence the split).
     Larger k of other dtypes is ``lax.top_k`` (a sort)."""
     if x.dtype == jnp.float32 or k > SCAN_TOP_K:
         return jax.lax.top_k(x, k)[1]
@@ -269,19 +270,19 @@ def top_k_indices(x, k: int):
     return jnp.stack(out).astype(jnp.int32)
 
 
-def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, kb: int, per_block: int | None = None):
+def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, k: int, per_block: int | None = None):
     """Refresh stale arms with large bounds, in one batched call of ``refresh_many``.
 
-    ``fresh`` (n_blocks * B,) marks exact entries (padding counts as fresh). The candidates come from the kb
-    blocks with the largest maxima (all blocks if fewer): their kb largest stale entries together
-    (``per_block=None``, the first round), or the ``per_block`` largest stale entries of each (the fallback rounds: no top-k over kb * B
-    entries, which XLA sorts); and always the table's argmax when it is stale (so that every round makes
-    progress, whatever the ties and -inf entries). Which stale arms are refreshed changes the work, not the
-    selection (:func:`bounded_argmax` stops at the first exact maximiser whatever was refreshed). Returns
-    ``(tab, fresh, n_refreshed)``.
+    ``fresh`` (n_blocks * B,) marks exact entries (padding counts as fresh). The candidates come from the k
+    blocks with the largest maxima (all blocks if fewer): their k largest stale entries together
+    (``per_block=None``, the first round), or the ``per_block`` largest stale entries of each (the fallback
+    rounds: no top-k over k * B entries, which XLA sorts); and always the table's argmax when it is stale (so
+    that every round makes progress, whatever the ties and -inf entries). Which stale arms are refreshed
+    changes the work, not the selection (:func:`bounded_argmax` stops at the first exact maximiser whatever
+    was refreshed). Returns ``(tab, fresh, n_refreshed)``.
     """
     nb, B = tab.values.shape
-    k, kb = kb, min(kb, nb)
+    kb = min(k, nb)
     blocks = top_k_indices(tab.block_max, kb)  # (kb,)
     stale = ~fresh.reshape(nb, B)[blocks]
     cand = jnp.where(stale, tab.values[blocks], -jnp.inf)  # (kb, B)
@@ -314,8 +315,9 @@ def bounded_argmax(tab: UCBTable, fresh, refresh_many, k: int = REFRESH_K, more_
     so that arm is the first maximiser of the exact UCBs — the selection of the one-at-a-time lazy rule, ties
     included. Otherwise further rounds follow, of ``per_block`` arms in each of ``more_blocks`` blocks (a
     while loop that rarely runs: under vmap, and on accelerators where each iteration is a host round trip,
-    the step no longer waits for the seed needing the most refreshes). Returns ``(tab, fresh, i, n_refresh, loop_iterations)``: the refreshed table, the
-    exact marks, the argmax, the number of arms refreshed and the iterations of the fallback loop.
+    the step no longer waits for the seed needing the most refreshes). Returns ``(tab, fresh, i, n_refresh,
+    loop_iterations)``: the refreshed table, the exact marks, the argmax, the number of arms refreshed and
+    the iterations of the fallback loop.
     """
     A = fresh.shape[0]
     fr = jnp.ones((tab.values.size,), bool).at[:A].set(fresh)

@@ -232,7 +232,7 @@ def block_size(A: int) -> int:
 
 
 REFRESH_K = 8  # arms refreshed together by the first round of the in-batch step (bounded_argmax)
-# Each further round (the fallback, rare on most problems: Cadata 77 rounds in 10^5 steps) refreshes the
+# Each further round (the fallback, rare on most problems: Cadata 0.001 rounds per step) refreshes the
 # REFRESH_PER_BLOCK largest stale entries of each of the REFRESH_BLOCKS blocks with the largest maxima (128
 # arms). Where many stale bounds tie above the best exact UCB (FCNet's duplicated configurations, early
 # rounds) rounds of 8 needed thousands of iterations in one step; rounds of 128 arms a few. The candidates

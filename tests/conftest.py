@@ -9,7 +9,17 @@ instead, so CI always runs them.
 import os
 import tempfile
 
-import pytest
+# XLA's CPU backend at optimisation level 0 in the test processes (and the subprocesses they start), before
+# anything initialises a backend: the suite's programs are small and each compiled once, so LLVM's optimisation
+# passes were most of their time (tests/test_api.py + tests/test_gssbo.py: 84 s -> 64 s on the 2-core CPU).
+# The reference traces (tests/test_reference_traces.py) and every bit-for-bit check pass at either level.
+# SKETCHBO_TEST_FULL_OPT=1 keeps XLA's default level (.ci/run runs the extended set so); so does an XLA_FLAGS
+# that already sets the level.
+if (os.environ.get("SKETCHBO_TEST_FULL_OPT", "").strip() in ("", "0")
+        and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", "")):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+
+import pytest  # noqa: E402
 
 import sketchbo  # noqa: F401  (first: sets OPENBLAS_NUM_THREADS before numpy loads OpenBLAS, for subprocesses too)
 

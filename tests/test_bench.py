@@ -22,8 +22,7 @@ RUN_FIELDS = ("case", "group", "algorithm", "problem", "A", "T", "n_seeds", "see
 
 
 def run_script(name, *args, timeout=300) -> subprocess.CompletedProcess:
-    env = dict(os.environ, XLA_FLAGS="--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true",
-               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     return subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
 

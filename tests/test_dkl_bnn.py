@@ -180,15 +180,17 @@ def test_jitted_steps_do_not_recompile_and_return_finite_outputs(name):
 
 @pytest.mark.parametrize("name", NEURAL)
 def test_vmapped_seeds_equal_mapped_seeds(name):
-    """Seeds as a vmap axis or a sequential map give the same trajectories (batched and single small
-    factorisations and matmuls round differently, so the comparison is to 1e-6 over a short run; a seed run
-    alone equals its map run bit for bit: tests/test_checkpoint.py's conformance over BO_ALGORITHMS)."""
+    """Seeds as a vmap axis or a sequential map give the same trajectories up to rounding: batched and single
+    small factorisations and matmuls round differently and ten Adam steps of the network per round amplify it
+    (largest difference of the queries over this run, measured: below 1e-6 at XLA's default optimisation
+    level, 2.3e-5 at level 0, the test suite's); a seed's run alone equals its map run bit for bit
+    (tests/test_checkpoint.py's conformance over BO_ALGORITHMS). Seeds mixed up would differ by O(0.1)."""
     p = make_problem("hartmann6")
     params = {"n0": 6, "n_uniform": 128, "n_local": 32, "acq_steps": 5, "fit_steps": 10, **SMALL_NETS[name]}
     kw = dict(T=16, params=params, progress=False)
     mp = continuous.run(name, p, n_seeds=2, seed=4, seed_axis="map", **kw)
     vm = continuous.run(name, p, n_seeds=2, seed=4, seed_axis="vmap", **kw)
-    np.testing.assert_allclose(vm.traces["x"], mp.traces["x"], atol=1e-6)
+    np.testing.assert_allclose(vm.traces["x"], mp.traces["x"], atol=1e-4)
     assert np.all(mp.traces["dict_size"][:, -1] == 15) and np.all(np.isfinite(mp.traces["instant_regret"]))
     assert len(np.unique(mp.traces["x"][0, 6:], axis=0)) > 1  # the planned queries move
 

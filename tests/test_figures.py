@@ -41,7 +41,10 @@ coverage = load_module(REPO / "experiments" / "coverage.py")
 
 
 def run_script(*args, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    """A script in a subprocess that finds the checkout's package also where it is not installed."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, *map(str, args)], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def check_figure(out_dir: Path, name: str) -> None:

@@ -76,6 +76,19 @@ _FLOATS = {
 
 FALLBACK = {"lam": 0.2, "F": 20.0}  # PROTOCOLS §9: lam and F where neither the user nor the problem sets them
 
+# The first dictionary capacity where the user leaves m_max at None (the default): the trajectories do not
+# depend on it (growth continues bit for bit), the time does. On the CPU the per-round work at capacity m_max
+# (an A x m_max^2 GEMM, DESIGN §3) is most of a run and a growth step recompiles in ~3 s: BBKB on Cadata
+# (PROTOCOLS §9, T = 10^4, dictionary <= 85), 2-core CPU, float64: 1 seed executes in 1.3 s from 64 (one growth,
+# to 98) against 2.2 s at 128, 10 seeds in 12.5 s against 21.3 s (wall, cold: 20.4 s against 25.2 s).
+# On accelerators the per-round work is cheap and a growth step's compilation (~10 s on an H100) is not: 128.
+DEFAULT_M_MAX = {"cpu": 64, "accelerator": 128}
+
+
+def default_m_max() -> int:
+    """The first dictionary capacity of :data:`DEFAULT_M_MAX` for JAX's default backend."""
+    return DEFAULT_M_MAX["cpu" if jax.default_backend() == "cpu" else "accelerator"]
+
 
 def resolve_hyperparameters(algorithm: str, params: dict | None, T: int, suggested: dict | None = None) -> dict:
     """Defaults completed by ``params``; every value checked. Raises ValueError naming the parameter.
@@ -100,6 +113,8 @@ def resolve_hyperparameters(algorithm: str, params: dict | None, T: int, suggest
     if hyper.get("beta") == "vakili" and spec.engine != "sparse":
         raise invalid_value("algorithm.beta", "vakili", "Theorem 3.5's width needs the Nyström engine (bkb, bbkb, "
                             "bbkb_local); choose 'code' or 'paper'")
+    if hyper.get("m_max", 0) is None:  # the backend's default first capacity
+        hyper["m_max"] = default_m_max()
     for key in ("m_max", "u_max"):
         if key in hyper:
             hyper[key] = check_int(f"algorithm.{key}", hyper[key], 1)

@@ -78,6 +78,18 @@ def test_bad_arms_and_rewards_are_rejected(no_compile):
         run("bbkb", SMALL, T=10, kernel={"name": "matern52", "lengthscales": [1.0, 1.0, 1.0]})
 
 
+def test_first_dictionary_capacity_is_the_backends_default_unless_given(monkeypatch):
+    """m_max: None (the registry's default) resolves to DEFAULT_M_MAX of the backend; a user's value stays."""
+    monkeypatch.setattr(runner.jax, "default_backend", lambda: "cpu")
+    for name in ("bkb", "bbkb", "bbkb_local"):
+        assert runner.ALGORITHMS[name].defaults["m_max"] is None
+        assert runner.resolve_hyperparameters(name, None, T=100)["m_max"] == runner.DEFAULT_M_MAX["cpu"]
+        assert runner.resolve_hyperparameters(name, {"m_max": 40}, T=100)["m_max"] == 40
+    monkeypatch.setattr(runner.jax, "default_backend", lambda: "gpu")
+    assert runner.resolve_hyperparameters("bbkb", None, T=100)["m_max"] == runner.DEFAULT_M_MAX["accelerator"]
+    assert runner.resolve_hyperparameters("sbpe", None, T=100)["m_max"] == runner.ALGORITHMS["sbpe"].defaults["m_max"]
+
+
 @pytest.mark.extended
 def test_dictionary_overflow_is_reported_and_the_run_redone_with_a_larger_capacity():
     kw = dict(T=60, n_seeds=2, progress=False)

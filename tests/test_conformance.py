@@ -10,6 +10,7 @@ one per model engine (subset, Nyström, all rows), run by default; the others wi
 from __future__ import annotations
 
 import inspect
+import os
 from contextlib import contextmanager
 
 import jax
@@ -131,7 +132,17 @@ def test_second_call_compiles_nothing_repeats_bit_for_bit_and_is_finite(name):
     assert other.seeds != ref.seeds and not np.array_equal(other.traces[key], ref.traces[key])
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.extended) if n in BO_ALWAYS else case
+# XLA's CPU backend at optimisation level 0 (tests/conftest.py; CI runs the extended set at the default level):
+# the vmapped sparse_gp run leaves the tolerance at step 12 and then chooses other points, as on an H100
+# (README "Determinism"); at the default level it passes
+_LEVEL_0 = "xla_backend_optimization_level=0" in os.environ.get("XLA_FLAGS", "")
+_SPARSE_GP_VMAP = pytest.mark.xfail(_LEVEL_0, strict=True, reason="vmapped sparse_gp diverges at XLA level 0, as on an "
+                                    "H100: README 'Determinism'")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.extended] + ([_SPARSE_GP_VMAP] if n == "sparse_gp"
+                                                                                    else []))
+                                  if n in BO_ALWAYS else case
                                   for n, case in zip(sorted(REGISTRY), ALL)])  # box cases: CI's extended set
 def test_vmapped_mapped_and_single_seed_runs_agree(name):
     """Finite arms: bit for bit. Boxes: map == alone bit for bit; vmap agrees to 1e-5 (XLA:CPU orders batched

@@ -77,17 +77,21 @@ _FLOATS = {
 FALLBACK = {"lam": 0.2, "F": 20.0}  # PROTOCOLS §9: lam and F where neither the user nor the problem sets them
 
 # The first dictionary capacity where the user leaves m_max at None (the default): the trajectories do not
-# depend on it (growth continues bit for bit), the time does. On the CPU the per-round work at capacity m_max
-# (an A x m_max^2 GEMM, DESIGN §3) is most of a run and a growth step recompiles in ~3 s: BBKB on Cadata
-# (PROTOCOLS §9, T = 10^4, dictionary <= 85), 2-core CPU, float64: 1 seed executes in 1.3 s from 64 (one growth,
-# to 98) against 2.2 s at 128, 10 seeds in 12.5 s against 21.3 s (wall, cold: 20.4 s against 25.2 s).
-# On accelerators the per-round work is cheap and a growth step's compilation (~10 s on an H100) is not: 128.
-DEFAULT_M_MAX = {"cpu": 64, "accelerator": 128}
+# depend on it (growth continues bit for bit), the time does. Each round costs an A x m_max^2 product (DESIGN
+# §3) and each growth step a compilation (~3 s on the 2-core CPU, ~10 s on an H100). On the CPU with many
+# arms the product is most of a run: BBKB on Cadata (A = 20640, PROTOCOLS §9, T = 10^4, dictionary <= 85),
+# float64, 10 seeds execute in 12.4 s from 64 (one growth, to 98) against 22.2 s at 128 (wall 18.8 s against
+# 25.8 s), one seed in 1.4 s against 2.2 s. With few arms it is not: on the quick start's gp_sample (A = 1000,
+# T = 500, dictionary 104) BBKB grew twice from 64 and took 9.4 s against 3.1 s at 128. On accelerators the
+# product is cheap and compilation is not: 128.
+DEFAULT_M_MAX = {"cpu_many_arms": 64, "other": 128}
+MANY_ARMS = 10_000  # A from which the CPU starts at DEFAULT_M_MAX["cpu_many_arms"]
 
 
-def default_m_max() -> int:
-    """The first dictionary capacity of :data:`DEFAULT_M_MAX` for JAX's default backend."""
-    return DEFAULT_M_MAX["cpu" if jax.default_backend() == "cpu" else "accelerator"]
+def default_m_max(A: int) -> int:
+    """The first dictionary capacity (:data:`DEFAULT_M_MAX`) for A arms on JAX's default backend."""
+    many = jax.default_backend() == "cpu" and A >= MANY_ARMS
+    return DEFAULT_M_MAX["cpu_many_arms" if many else "other"]
 
 
 def resolve_hyperparameters(algorithm: str, params: dict | None, T: int, suggested: dict | None = None) -> dict:
@@ -113,10 +117,8 @@ def resolve_hyperparameters(algorithm: str, params: dict | None, T: int, suggest
     if hyper.get("beta") == "vakili" and spec.engine != "sparse":
         raise invalid_value("algorithm.beta", "vakili", "Theorem 3.5's width needs the Nyström engine (bkb, bbkb, "
                             "bbkb_local); choose 'code' or 'paper'")
-    if hyper.get("m_max", 0) is None:  # the backend's default first capacity
-        hyper["m_max"] = default_m_max()
     for key in ("m_max", "u_max"):
-        if key in hyper:
+        if hyper.get(key) is not None or (key == "u_max" and key in hyper):  # m_max None: default_m_max(A)
             hyper[key] = check_int(f"algorithm.{key}", hyper[key], 1)
     return hyper
 
@@ -135,9 +137,11 @@ def resolve_kernel(problem: Problem, kernel: dict | None, d: int, dtype) -> tupl
 # ------------------------------------------------------------------------------------ capacities
 
 def initial_capacities(algorithm: str, hyper: dict, A: int, T: int) -> dict:
-    """The first static capacities: the algorithm's ``m_max`` / ``u_max`` (1 where it has none), at most A
-    (and u_max at most T)."""
-    return {"m_max": min(hyper.get("m_max", 1), A), "u_max": min(hyper.get("u_max", 1), A, T)}
+    """The first static capacities: the algorithm's ``m_max`` (None: :func:`default_m_max`) / ``u_max`` (1
+    where it has none), at most A (and u_max at most T)."""
+    m_max = hyper.get("m_max", 1)
+    m_max = default_m_max(A) if m_max is None else m_max
+    return {"m_max": min(m_max, A), "u_max": min(hyper.get("u_max", 1), A, T)}
 
 
 def next_capacities(algorithm: str, wanted, capacities: dict, A: int, T: int) -> tuple[dict | None, list]:

@@ -79,15 +79,24 @@ def test_bad_arms_and_rewards_are_rejected(no_compile):
 
 
 def test_first_dictionary_capacity_is_the_backends_default_unless_given(monkeypatch):
-    """m_max: None (the registry's default) resolves to DEFAULT_M_MAX of the backend; a user's value stays."""
+    """m_max: None (the registry's default) starts at DEFAULT_M_MAX: 64 on the CPU from MANY_ARMS arms, else
+    128; a user's value stays, and an invalid one is rejected."""
     monkeypatch.setattr(runner.jax, "default_backend", lambda: "cpu")
+    many, few = runner.MANY_ARMS, runner.MANY_ARMS - 1
     for name in ("bkb", "bbkb", "bbkb_local"):
         assert runner.ALGORITHMS[name].defaults["m_max"] is None
-        assert runner.resolve_hyperparameters(name, None, T=100)["m_max"] == runner.DEFAULT_M_MAX["cpu"]
-        assert runner.resolve_hyperparameters(name, {"m_max": 40}, T=100)["m_max"] == 40
+        hyper = runner.resolve_hyperparameters(name, None, T=100)
+        assert runner.initial_capacities(name, hyper, many, 100)["m_max"] == runner.DEFAULT_M_MAX["cpu_many_arms"]
+        assert runner.initial_capacities(name, hyper, few, 100)["m_max"] == runner.DEFAULT_M_MAX["other"]
+        hyper = runner.resolve_hyperparameters(name, {"m_max": 40}, T=100)
+        assert runner.initial_capacities(name, hyper, many, 100)["m_max"] == 40
+    with pytest.raises(ValueError, match="algorithm.m_max=0 is invalid"):
+        runner.resolve_hyperparameters("bbkb", {"m_max": 0}, T=100)
     monkeypatch.setattr(runner.jax, "default_backend", lambda: "gpu")
-    assert runner.resolve_hyperparameters("bbkb", None, T=100)["m_max"] == runner.DEFAULT_M_MAX["accelerator"]
-    assert runner.resolve_hyperparameters("sbpe", None, T=100)["m_max"] == runner.ALGORITHMS["sbpe"].defaults["m_max"]
+    hyper = runner.resolve_hyperparameters("bbkb", None, T=100)
+    assert runner.initial_capacities("bbkb", hyper, many, 100)["m_max"] == runner.DEFAULT_M_MAX["other"]
+    sbpe = runner.resolve_hyperparameters("sbpe", None, T=100)
+    assert runner.initial_capacities("sbpe", sbpe, many, 100)["m_max"] == runner.ALGORITHMS["sbpe"].defaults["m_max"]
 
 
 @pytest.mark.extended

@@ -59,8 +59,8 @@ class AlgorithmSpec(NamedTuple):
 # u_max: initial capacity of the list of unique pulled arms (exact GP: its posterior's size), grown on overflow
 _UCB = {"lam": None, "F": None, "delta": None, "beta": "code", "u_max": 128}
 # dictionary: "resampled" (the papers) or "all_pulled" (S_t = X_t: BKB -> GP-UCB, BBKB -> sum-rule GP-BUCB)
-# m_max: initial dictionary capacity (grown on overflow); None = the backend's default (runner.DEFAULT_M_MAX:
-# 64 on CPU, 128 on accelerators)
+# m_max: initial dictionary capacity (grown on overflow); None = runner.default_m_max: 64 on the CPU from 10^4
+# arms, else 128
 _SPARSE = {**_UCB, "qbar": 2.0, "m_max": None, "u_max": 256, "resample": "code", "dictionary": "resampled"}
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {

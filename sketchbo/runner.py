@@ -76,8 +76,9 @@ _FLOATS = {
 
 FALLBACK = {"lam": 0.2, "F": 20.0}  # PROTOCOLS §9: lam and F where neither the user nor the problem sets them
 
-# The first dictionary capacity where the user leaves m_max at None (the default): the trajectories do not
-# depend on it (growth continues bit for bit), the time does. Each round costs an A x m_max^2 product (DESIGN
+# The first dictionary capacity where the user leaves m_max at None (the default): a grown run equals a run
+# started at its final capacity bit for bit (float64), and other capacities differ only by rounding (a GEMM's
+# summation order depends on its size); the time depends on it. Each round costs an A x m_max^2 product (DESIGN
 # §3) and each growth step a compilation (~3 s on the 2-core CPU, ~10 s on an H100). On the CPU with many
 # arms the product is most of a run: BBKB on Cadata (A = 20640, PROTOCOLS §9, T = 10^4, dictionary <= 85),
 # float64, 10 seeds execute in 12.4 s from 64 (one growth, to 98) against 22.2 s at 128 (wall 18.8 s against

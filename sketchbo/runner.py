@@ -119,7 +119,7 @@ def resolve_hyperparameters(algorithm: str, params: dict | None, T: int, suggest
         raise invalid_value("algorithm.beta", "vakili", "Theorem 3.5's width needs the Nyström engine (bkb, bbkb, "
                             "bbkb_local); choose 'code' or 'paper'")
     for key in ("m_max", "u_max"):
-        if hyper.get(key) is not None or (key == "u_max" and key in hyper):  # m_max None: default_m_max(A)
+        if key in hyper and not (key == "m_max" and hyper[key] is None):  # m_max None: default_m_max(A)
             hyper[key] = check_int(f"algorithm.{key}", hyper[key], 1)
     return hyper
 

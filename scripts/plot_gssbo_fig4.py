@@ -2,11 +2,19 @@
 
 One panel per problem: GSSBO at every Z / M found (one line each, labelled with Z and the subset size M it
 gave), and RSSBO and Standard GP-UCB when present, mean ± std over seeds (Wei et al. 2025, §6.1). Reads the
-runs of ``experiments/gssbo_fig4.yaml`` and writes ``gssbo_fig4.png`` and ``.pdf``::
+runs of ``experiments/gssbo_fig4.yaml`` and, with ``--also``, further result sets (at paper scale Fig. 2's,
+which hold GSSBO at its default Z = 4 and the references), and writes ``gssbo_fig4.png`` and ``.pdf``::
 
     python scripts/plot_gssbo_fig4.py --results results/quick/gssbo_fig4 --out figures/quick
+    python scripts/plot_gssbo_fig4.py --results results/paper/gssbo_fig4 --also results/paper/gssbo_fig2 \
+        --out figures/paper
+
+The panels are the problems GSSBO ran on in ``--results``; on each, a setting (Z, M) found in several
+result sets is drawn once, from ``--results`` first.
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 from sketchbo import plots
 
@@ -22,20 +30,33 @@ def setting(res) -> tuple[float, int]:
     return z, int(h.get("M_resolved", h.get("M_static", 0)))
 
 
+def gssbo_settings(results, problem: str) -> dict:
+    """``{(Z, M): result}`` of GSSBO on ``problem``: per setting the first found (the longest horizon, then the
+    most seeds, among those of equal standing the earlier result set)."""
+    found = {}
+    for res in sorted((r for r in results if r.problem == problem and r.algorithm == "gssbo"),
+                      key=lambda r: (-r.T, -r.n_seeds)):
+        found.setdefault(tuple(map(str, setting(res))), res)
+    return found
+
+
 def main(argv=None):
     parser = plots.figure_parser(__doc__.splitlines()[0], "directory holding the runs (searched recursively)")
+    parser.add_argument("--also", type=Path, action="append", default=[],
+                        help="a further result set to read (repeatable), e.g. Fig. 2's runs")
     args = parser.parse_args(argv)
-    results = plots.load_results(args.results, HINT)
-    problems = sorted({r.problem for r in results if r.algorithm == "gssbo"})
+    own = plots.load_results(args.results, HINT)
+    problems = sorted({r.problem for r in own if r.algorithm == "gssbo"})
     if not problems:
-        found = sorted({r.algorithm for r in results})
+        found = sorted({r.algorithm for r in own})
         raise plots.ResultsError(f"no gssbo results under {args.results} (found {found}); {HINT}")
+    results = own + [r for directory in args.also for r in plots.load_results(directory, HINT)]
     plt = plots.pyplot()
     fig, axes = plt.subplots(1, len(problems), figsize=(5.2 * len(problems), 3.8), squeeze=False)
     handles, labels = [], []
     cmap = plt.get_cmap("Reds")
     for ax, problem in zip(axes[0], problems):
-        runs = sorted((r for r in results if r.problem == problem and r.algorithm == "gssbo"), key=setting)
+        runs = sorted(gssbo_settings(results, problem).values(), key=setting)
         for i, res in enumerate(runs):
             z, m = setting(res)
             name = f"GSSBO Z={z:g} (M={m})" if z == z else f"GSSBO M={m}"

@@ -14,7 +14,9 @@ per scale, the commands writing the result set (``runs``): ``sketchbo: <override
 (``hydra.sweep.dir``; one directory per (problem, algorithm, swept value)), ``script: <path> [args]`` a
 Python script called with ``--out <result set dir>``. The figure is written to
 ``<figures dir>/<scale>/<figure>.png`` and ``.pdf``. A result set shared by several figures (Fig. 2 reads
-Fig. 1's runs) is computed once.
+Fig. 1's runs) is computed once. ``reads`` (optional, per scale) names further result sets the plot reads
+(each passed as ``--also <dir>``), so that runs another figure already makes are not run twice (GSSBO
+Fig. 4 at paper scale takes GSSBO at Z = 4, RSSBO and GP-UCB from Fig. 2's runs).
 
 Job by job. Every sweep is expanded here into its jobs (Hydra's own basic-sweeper expansion, so the job
 directories are those of the sweep), and each job is its own ``sketchbo-run -m <one value per key>``
@@ -94,6 +96,10 @@ def load_specs(directory: Path = EXPERIMENTS) -> dict:
                             and isinstance(next(iter(entry.values())), str)):
                         raise SpecError(f"{where}: runs.{scale} entry {entry!r} must be one of "
                                         f"{{sketchbo: <overrides>}} or {{script: <path> [args]}}")
+        reads = spec.get("reads")
+        if reads is not None and not (isinstance(reads, dict) and set(reads) <= set(SCALES) and all(
+                isinstance(sets, list) and all(isinstance(x, str) for x in sets) for sets in reads.values())):
+            raise SpecError(f"{where}: 'reads' must map scales {list(SCALES)} to lists of result-set names")
         specs[spec["name"]] = {**spec, "file": str(where)}
     owners = {}
     for spec in specs.values():
@@ -103,9 +109,17 @@ def load_specs(directory: Path = EXPERIMENTS) -> dict:
                                 f"{owners[spec['results']]}")
             owners[spec["results"]] = spec["file"]
     for spec in specs.values():
-        if spec["results"] not in owners:
-            raise SpecError(f"{spec['file']}: no experiment has runs writing the result set {spec['results']!r}")
+        for result_set in [spec["results"], *read_sets(spec)]:
+            if result_set not in owners:
+                raise SpecError(f"{spec['file']}: no experiment has runs writing the result set {result_set!r}")
     return specs
+
+
+def read_sets(spec: dict, scale: str | None = None) -> list[str]:
+    """The further result sets a figure's plot reads at ``scale`` (every scale's when None)."""
+    reads = spec.get("reads") or {}
+    scales = SCALES if scale is None else (scale,)
+    return [result_set for s in scales for result_set in reads.get(s) or []]
 
 
 # ------------------------------------------------------------------------------------------ jobs
@@ -235,8 +249,9 @@ def run_units(specs: dict, figures: list[str], scale: str, results: Path, extra:
 
     needed = []
     for name in figures:
-        if specs[name]["results"] not in needed:
-            needed.append(specs[name]["results"])
+        for result_set in [specs[name]["results"], *read_sets(specs[name], scale)]:
+            if result_set not in needed:
+                needed.append(result_set)
     units = []
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         for result_set in needed:
@@ -255,8 +270,9 @@ def plot_commands(specs: dict, figures: list[str], scale: str, results: Path, ou
     commands = []
     for name in figures:
         script, *args = shlex.split(specs[name]["plot"])
+        also = [a for result_set in read_sets(specs[name], scale) for a in ("--also", str(results / scale / result_set))]
         cmd = [sys.executable, str(REPO / script), *args, "--results", str(results / scale / specs[name]["results"]),
-               "--out", str(out / scale)]
+               *also, "--out", str(out / scale)]
         commands.append((name, cmd))
     return commands
 

@@ -262,6 +262,51 @@ def test_seeds_override_every_job_or_one_algorithm(tmp_path):
             reproduce.parse_args(bad)
 
 
+def test_paper_fig4_reads_fig2_runs_instead_of_running_them_again(tmp_path):
+    specs = reproduce.load_specs()
+    units = reproduce.run_units(specs, ["gssbo_fig4"], "paper", tmp_path / "r", ["problem=hartmann6"])
+    jobs = [(u.jobs[0].directory.parent.name, u.jobs[0].algorithm, u.cmd) for u in units]
+    assert len({u.jobs[0].directory for u in units}) == len(units)  # no job twice
+    fig4 = [cmd for result_set, _, cmd in jobs if result_set == "gssbo_fig4"]
+    assert sorted(arg for cmd in fig4 for arg in cmd if arg.startswith("algorithm.Z=")) == [
+        "algorithm.Z=2", "algorithm.Z=6", "algorithm.Z=8"]
+    assert {a for result_set, a, _ in jobs if result_set == "gssbo_fig2"} >= {"gssbo", "rssbo", "std_gp_ucb"}
+    (_, cmd), = reproduce.plot_commands(specs, ["gssbo_fig4"], "paper", tmp_path / "r", tmp_path / "f")
+    assert cmd[cmd.index("--also") + 1] == str(tmp_path / "r" / "paper" / "gssbo_fig2")
+    (_, quick), = reproduce.plot_commands(specs, ["gssbo_fig4"], "quick", tmp_path / "r", tmp_path / "f")
+    assert "--also" not in quick  # the quick Fig. 4 runs its own (smaller) settings only
+
+
+@pytest.mark.parametrize("reads, error", [("[tiny]", "must map scales"), ("{paper: [nowhere]}", "'nowhere'")])
+def test_reads_of_an_experiment_must_name_result_sets_that_are_written(tmp_path, reads, error):
+    experiments = tiny_experiments(tmp_path, "algorithm=bbkb problem=gp_sample T=20 n_seeds=1")
+    (experiments / "other.yaml").write_text(f"name: other\nresults: tiny\nplot: {tmp_path / 'noplot.py'}\n"
+                                            f"reads: {reads}\n")
+    with pytest.raises(reproduce.SpecError, match=error):
+        reproduce.load_specs(experiments)
+
+
+def test_fig4_plot_takes_missing_settings_and_references_from_also(tmp_path):
+    fig4 = load_module(SCRIPTS / "plot_gssbo_fig4.py")
+
+    def write(directory, algorithm, **hyperparameters):
+        fake = type("G", (Fake,), {"algorithm": algorithm, "problem": "hartmann6", "hyperparameters": hyperparameters})
+        tracking.write_results(directory, fake(), {})
+
+    write(tmp_path / "own" / "z2", "gssbo", Z=2.0, M=None, M_resolved=72)
+    write(tmp_path / "own" / "z4", "gssbo", Z=4.0, M=None, M_resolved=102)
+    write(tmp_path / "fig2" / "z4", "gssbo", Z=4.0, M=None, M_resolved=102)
+    write(tmp_path / "fig2" / "rssbo", "rssbo", M=None)
+    write(tmp_path / "fig2" / "other", "gssbo", Z=8.0, M=None, M_resolved=136)
+    results = plots.load_results(tmp_path / "own") + plots.load_results(tmp_path / "fig2")
+    found = fig4.gssbo_settings(results, "hartmann6")
+    assert sorted(found) == [("2.0", "72"), ("4.0", "102"), ("8.0", "136")]
+    assert found[("4.0", "102")].path == tmp_path / "own" / "z4"  # --results first
+    paths = fig4.main(["--results", str(tmp_path / "own"), "--also", str(tmp_path / "fig2"), "--out", str(tmp_path)])
+    assert paths and all(Path(p).is_file() for p in paths)
+    check_figure(tmp_path, "gssbo_fig4")
+
+
 def test_second_invocation_skips_the_finished_job_without_starting_it(tmp_path):
     experiments = tiny_experiments(tmp_path, "algorithm=eps_greedy problem=gp_sample T=10 n_seeds=1")
     args = [SCRIPTS / "reproduce.py", "quick", "--experiments", experiments, "--results", tmp_path / "r",

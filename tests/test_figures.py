@@ -307,6 +307,36 @@ def test_fig4_plot_takes_missing_settings_and_references_from_also(tmp_path):
     check_figure(tmp_path, "gssbo_fig4")
 
 
+def test_gssbo_table_gives_regret_and_time_relative_to_gp_ucb(tmp_path, capsys):
+    table = load_module(SCRIPTS / "table_gssbo.py")
+
+    def write(name, algorithm, problem="hartmann6", regret_scale=1.0, time_scale=1.0, **hyperparameters):
+        traces = {**Fake.traces, "instant_regret": Fake.traces["instant_regret"] * regret_scale}
+        fake = type("G", (Fake,), {"algorithm": algorithm, "problem": problem, "traces": traces,
+                                   "round_time_s": Fake.round_time_s * time_scale,
+                                   "hyperparameters": hyperparameters})
+        tracking.write_results(tmp_path / "r" / name, fake(), {"seed_axis": "map"})
+
+    write("gp", "std_gp_ucb", regret_scale=2.0, time_scale=10.0)
+    write("gssbo", "gssbo", Z=4.0, M=None)
+    write("gssbo_z2", "gssbo", Z=2.0, M=None)
+    write("rssbo_powell", "rssbo", problem="powell50")
+    rows = table.main(["--results", str(tmp_path / "r"), "--json", str(tmp_path / "t.json")])
+    assert [(r["problem"], r["algorithm"]) for r in rows] == [
+        ("hartmann6", "std_gp_ucb"), ("hartmann6", "gssbo"), ("hartmann6", "gssbo Z=2"), ("powell50", "rssbo")]
+    gp, gssbo = rows[0], rows[1]
+    # Fake's final regrets are 3 and 2 (GP-UCB's twice that); its round times 0.6 s for the two seeds in sequence
+    assert gssbo["regret_mean"] == pytest.approx(2.5) and gssbo["regret_std"] == pytest.approx(0.5)
+    assert gp["regret_mean"] == pytest.approx(5.0) and gssbo["regret_vs_gp_ucb"] == pytest.approx(0.5)
+    assert gssbo["exec_s_per_seed"] == pytest.approx(0.3) and gssbo["time_vs_gp_ucb"] == pytest.approx(0.1)
+    assert rows[3]["regret_vs_gp_ucb"] is None and rows[3]["time_vs_gp_ucb"] is None  # no GP-UCB on Powell50
+    out = capsys.readouterr().out
+    assert "| hartmann6 | `gssbo` | 5 | 2 | 2.5 ± 0.5 | 0.50× | 0.3 | 10.0% | cpu:cpu float64 |" in out
+    assert json.loads((tmp_path / "t.json").read_text()) == rows
+    missing = run_script(SCRIPTS / "table_gssbo.py", "--results", tmp_path / "missing")
+    assert missing.returncode == 2 and "table_gssbo.py: error:" in missing.stderr and "Traceback" not in missing.stderr
+
+
 def test_second_invocation_skips_the_finished_job_without_starting_it(tmp_path):
     experiments = tiny_experiments(tmp_path, "algorithm=eps_greedy problem=gp_sample T=10 n_seeds=1")
     args = [SCRIPTS / "reproduce.py", "quick", "--experiments", experiments, "--results", tmp_path / "r",

@@ -1,0 +1,114 @@
+"""The regret and time table of GSSBO's figures (Wei et al. 2025, §6.1, Figs. 2-3) from result sets on disk.
+
+One row per (problem, algorithm) found: seeds, cumulative regret R_N (mean ± std over seeds), R_N relative to
+Standard GP-UCB's, execution time of one seed (compilation excluded: ``sketchbo.plots.run_time``) and that
+time relative to GP-UCB's. Printed as a Markdown table (README's tables are this output)::
+
+    python scripts/table_gssbo.py --results results/paper/gssbo_fig2
+    python scripts/table_gssbo.py --results results/paper/gssbo_fig4 --also results/paper/gssbo_fig2 --json t.json
+
+Per (problem, algorithm, GSSBO's Z) the result with the longest horizon and then the most seeds is used.
+GP-UCB's ratios are left empty on problems without a GP-UCB run. Times compare only within one machine and
+load: each row states the device its run recorded.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from sketchbo import plots
+from sketchbo.tracking import atomic_write_text
+
+HINT = "run `scripts/reproduce.sh paper --only gssbo_fig2` (or quick) first"
+REFERENCE = "std_gp_ucb"
+
+
+def variant(res) -> str:
+    """The row name: the algorithm, and GSSBO's Z / M when not the default (Fig. 4's runs)."""
+    if res.algorithm != "gssbo":
+        return res.algorithm
+    h = res.hyperparameters
+    if h.get("M") is not None:
+        return f"gssbo M={h['M']}"
+    z = float(h.get("Z", 4.0))
+    return "gssbo" if z == 4.0 else f"gssbo Z={z:g}"
+
+
+def best_results(results) -> dict:
+    """``{(problem, row name): result}``: per pair the longest horizon, then the most seeds, then the first found."""
+    chosen = {}
+    for res in sorted(results, key=lambda r: (-r.T, -r.n_seeds)):
+        chosen.setdefault((res.problem, variant(res)), res)
+    return chosen
+
+
+def rows(results) -> list[dict]:
+    """The table's rows (problems in name order; GP-UCB first, then the plots' order, GSSBO's variants after it)."""
+    chosen = best_results(results)
+    algorithms = plots.ordered({res.algorithm for res in chosen.values()} - {REFERENCE})
+    order = {a: i for i, a in enumerate([REFERENCE, *algorithms])}
+    out = []
+    for problem in sorted({p for p, _ in chosen}):
+        ref = chosen.get((problem, REFERENCE))
+        ref_regret = float(np.mean(plots.cumulative_regret(ref)[:, -1])) if ref is not None else None
+        ref_time = plots.run_time(ref) if ref is not None else None
+        names = sorted((n for p, n in chosen if p == problem), key=lambda n: (order[chosen[problem, n].algorithm], n))
+        for name in names:
+            res = chosen[problem, name]
+            final = plots.cumulative_regret(res)[:, -1]
+            seconds = plots.run_time(res)
+            out.append({
+                "problem": problem, "algorithm": name, "T": res.T, "seeds": res.n_seeds,
+                "regret_mean": float(np.mean(final)), "regret_std": float(np.std(final)),
+                "regret_vs_gp_ucb": float(np.mean(final)) / ref_regret if ref_regret else None,
+                "exec_s_per_seed": seconds, "time_vs_gp_ucb": seconds / ref_time if ref_time else None,
+                "device": res.summary.get("device", ""), "dtype": res.summary.get("dtype", ""), "path": str(res.path),
+            })
+    return out
+
+
+def number(v: float) -> str:
+    """195, 84.1, 0.0642, 2.885e8: whole numbers up to 10^5, four digits beyond, three below 100."""
+    if abs(v) >= 1e5:
+        mantissa, exponent = f"{v:.3e}".split("e")
+        return f"{mantissa}e{int(exponent)}"
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def markdown(table: list[dict]) -> str:
+    lines = ["| problem | algorithm | T | seeds | R_T mean ± sd | R_T / GP-UCB | exec s / seed | time / GP-UCB | device |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in table:
+        ratio = "" if r["regret_vs_gp_ucb"] is None else f"{r['regret_vs_gp_ucb']:.2f}×"
+        share = "" if r["time_vs_gp_ucb"] is None else f"{r['time_vs_gp_ucb']:.1%}"
+        lines.append(f"| {r['problem']} | `{r['algorithm']}` | {r['T']} | {r['seeds']} | "
+                     f"{number(r['regret_mean'])} ± {number(r['regret_std'])} | {ratio} | "
+                     f"{r['exec_s_per_seed']:.1f} | {share} | {r['device']} {r['dtype']} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", required=True, type=Path, help="a result set (searched recursively)")
+    parser.add_argument("--also", type=Path, action="append", default=[], help="a further result set (repeatable)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON to this file")
+    args = parser.parse_args(argv)
+    results = [r for d in [args.results, *args.also] for r in plots.load_results(d, HINT)]
+    table = rows(results)
+    print(markdown(table))
+    if args.json is not None:
+        atomic_write_text(args.json, json.dumps(table, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return table
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except plots.ResultsError as err:
+        print(f"{Path(sys.argv[0]).name}: error: {err}", file=sys.stderr)
+        sys.exit(2)

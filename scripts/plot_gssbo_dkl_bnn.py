@@ -17,17 +17,7 @@ METHODS = ("std_gp_ucb", "gssbo", "dkl_ucb", "bnn_ucb")
 
 
 def main(argv=None):
-    parser = plots.figure_parser(__doc__.splitlines()[0], "directory holding the runs (searched recursively)")
-    args = parser.parse_args(argv)
-    results = plots.load_results(args.results, HINT)
-    problems = sorted({r.problem for r in results if r.algorithm in METHODS})
-    if not problems:
-        raise plots.ResultsError(f"no results of {', '.join(METHODS)} under {args.results} (found "
-                                 f"{sorted({r.algorithm for r in results})}); {HINT}")
-    plt = plots.pyplot()
-    fig, axes = plt.subplots(1, len(problems), figsize=(4.8 * len(problems), 3.6), squeeze=False)
-    handles = plots.regret_panels(axes[0], problems, results, METHODS)
-    return plots.finish_with_legend(fig, handles, args.out or args.results, NAME)
+    return plots.methods_figure(argv, __doc__, NAME, HINT, METHODS)
 
 
 if __name__ == "__main__":

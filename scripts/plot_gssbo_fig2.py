@@ -15,7 +15,7 @@ from sketchbo import plots
 
 NAME = "gssbo_fig2"
 HINT = "run `scripts/reproduce.sh quick --only gssbo_fig2` (or paper) first"
-METHODS = ("std_gp_ucb", "gssbo", "rssbo", "lr_first_m", "sparse_gp", "mini_gp_ucb", "kmeans_pp")
+METHODS = ("std_gp_ucb", "gssbo", "rssbo", "vecchia_bo", "lr_first_m", "sparse_gp", "ipa", "mini_gp_ucb", "kmeans_pp")
 ORDER = ("eggholder2", "hartmann6", "levy20", "powell50", "rastrigin100", "diabetes")
 
 

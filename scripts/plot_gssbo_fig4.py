@@ -6,7 +6,7 @@ runs of ``experiments/gssbo_fig4.yaml`` and, with ``--also``, further result set
 which hold GSSBO at its default Z = 4 and the references), and writes ``gssbo_fig4.png`` and ``.pdf``::
 
     python scripts/plot_gssbo_fig4.py --results results/quick/gssbo_fig4 --out figures/quick
-    python scripts/plot_gssbo_fig4.py --results results/paper/gssbo_fig4 --also results/paper/gssbo_fig2 \
+    python scripts/plot_gssbo_fig4.py --results results/paper/gssbo_fig4 --also results/paper/gssbo_fig2 \\
         --out figures/paper
 
 The panels are the problems GSSBO ran on in ``--results``; on each, a setting (Z, M) found in several

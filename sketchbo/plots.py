@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import zipfile
 from dataclasses import dataclass
@@ -36,17 +37,20 @@ LABELS = {
     # continuous domains (GSSBO's names)
     "std_gp_ucb": "Standard GP-UCB", "gssbo": "GSSBO", "rssbo": "RSSBO", "kmeans_pp": "K-means++",
     "lr_first_m": "LR-First m", "sparse_gp": "SparseGP", "mini_gp_ucb": "mini-META",
-    "dkl_ucb": "Deep-kernel UCB", "bnn_ucb": "BNN-UCB",
+    "dkl_ucb": "Deep-kernel UCB", "bnn_ucb": "BNN-UCB", "vecchia_bo": "VecchiaBO", "ipa": "IPA",
+    "rembo": "REMBO", "hesbo": "HeSBO",
 }
 COLORS = {
     "bbkb": "tab:red", "bbkb_local": "tab:orange", "bkb": "tab:blue", "gp_ucb": "tab:green",
     "gp_bucb": "tab:purple", "eps_greedy": "tab:gray", "sbpe": "tab:pink",
     "std_gp_ucb": "tab:green", "gssbo": "tab:red", "rssbo": "tab:blue", "kmeans_pp": "tab:brown",
     "lr_first_m": "tab:olive", "sparse_gp": "tab:purple", "mini_gp_ucb": "tab:cyan",
-    "dkl_ucb": "tab:blue", "bnn_ucb": "tab:orange",
+    "dkl_ucb": "tab:blue", "bnn_ucb": "tab:orange", "vecchia_bo": "tab:orange", "ipa": "tab:pink",
+    "rembo": "tab:blue", "hesbo": "tab:green",
 }
 ORDER = ("bbkb", "bbkb_local", "bkb", "gp_ucb", "gp_bucb", "eps_greedy", "sbpe",
-         "gssbo", "rssbo", "std_gp_ucb", "lr_first_m", "sparse_gp", "mini_gp_ucb", "kmeans_pp", "dkl_ucb", "bnn_ucb")
+         "gssbo", "rssbo", "std_gp_ucb", "vecchia_bo", "lr_first_m", "sparse_gp", "ipa", "mini_gp_ucb", "kmeans_pp",
+         "dkl_ucb", "bnn_ucb", "rembo", "hesbo")
 MAX_POINTS = 1500  # points drawn per curve (evenly spaced steps); keeps the PDFs small at T = 10^4
 
 
@@ -345,12 +349,34 @@ def finish_with_legend(fig, handles: dict, out_dir, name: str) -> list[Path]:
         ax.set_xlabel("t")
         ax.grid(alpha=0.3)
     order = ordered(handles)
+    rows = 1 if len(order) <= 6 else 2
     fig.legend([handles[a] for a in order], [label(a) for a in order], loc="lower center",
-               ncol=len(order), frameon=False, bbox_to_anchor=(0.5, -0.02))
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+               ncol=math.ceil(len(order) / rows), frameon=False, bbox_to_anchor=(0.5, -0.02))
+    fig.tight_layout(rect=(0, 0.05 * rows, 1, 1))
     paths = save_figure(fig, out_dir, name)
     pyplot().close(fig)
     return paths
+
+
+def methods_figure(argv, doc: str, name: str, hint: str, methods, panels_of=None) -> list[Path]:
+    """A plot script's ``main``: one panel of cumulative regret per problem on which any of ``panels_of``
+    (default: ``methods``) ran in ``--results``, every one of ``methods`` found there or in the result sets
+    given by ``--also`` (repeatable: runs another figure already made, e.g. GSSBO from Fig. 2's); ``doc``'s
+    first line is the description."""
+    parser = figure_parser(doc.splitlines()[0], "directory holding the runs (searched recursively)")
+    parser.add_argument("--also", type=Path, action="append", default=[],
+                        help="a further result set whose runs of the same problems are drawn too (repeatable)")
+    args = parser.parse_args(argv)
+    own = load_results(args.results, hint)
+    panels_of = methods if panels_of is None else panels_of
+    problems = sorted({r.problem for r in own if r.algorithm in panels_of})
+    if not problems:
+        raise ResultsError(f"no results of {', '.join(panels_of)} under {args.results} (found "
+                           f"{sorted({r.algorithm for r in own})}); {hint}")
+    results = own + [r for directory in args.also for r in load_results(directory, hint)]
+    fig, axes = pyplot().subplots(1, len(problems), figsize=(4.8 * len(problems), 3.6), squeeze=False)
+    handles = regret_panels(axes[0], problems, results, methods)
+    return finish_with_legend(fig, handles, args.out or args.results, name)
 
 
 def figure_parser(description: str, results_help: str) -> argparse.ArgumentParser:
@@ -377,5 +403,6 @@ def script_main(main, argv=None) -> None:
 __all__ = [
     "Result", "ResultsError", "LABELS", "COLORS", "load_result", "load_results", "pick", "problems_of",
     "cumulative_regret", "uniform_gap", "regret_ratio", "batch_size", "dict_size", "cumulative_time",
-    "run_time", "mean_std", "thin", "pyplot", "band", "regret_panels", "save_figure", "figure_parser", "script_main",
+    "run_time", "mean_std", "thin", "pyplot", "band", "regret_panels", "save_figure", "methods_figure", "figure_parser",
+    "script_main",
 ]

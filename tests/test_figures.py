@@ -59,7 +59,8 @@ def check_figure(out_dir: Path, name: str) -> None:
 def test_experiment_specs_are_valid_and_every_key_is_commented():
     specs = reproduce.load_specs()
     assert set(specs) == {"bbkb_fig1", "bbkb_fig2", "bkb_fig1", "bbkb_sweep", "gssbo_fig2", "gssbo_fig3",
-                          "gssbo_fig4", "gssbo_fig7", "gssbo_dkl_bnn", "sbpe", "coverage", "tabular_poster"}
+                          "gssbo_fig4", "gssbo_fig7", "gssbo_fig9", "gssbo_dkl_bnn", "sbpe", "coverage",
+                          "tabular_poster"}
     for spec in specs.values():
         assert (REPO / shlex.split(spec["plot"])[0]).is_file()
     key_line = re.compile(r"^\s*(- )?[A-Za-z_][\w]*:")
@@ -128,7 +129,7 @@ def test_dry_run_lists_every_job_once_then_every_plot(tmp_path):
     assert [Path(shlex.split(line)[1]).name for line in plot_lines] == [
         "plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py", "plot_coverage.py",
         "plot_gssbo_dkl_bnn.py", "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py",
-        "plot_gssbo_fig7.py", "plot_sbpe.py", "plot_tabular_poster.py"]
+        "plot_gssbo_fig7.py", "plot_gssbo_fig9.py", "plot_sbpe.py", "plot_tabular_poster.py"]
     bad = run_script(SCRIPTS / "reproduce.py", "quick", "--only", "nope", "--dry-run")
     assert bad.returncode == 2 and "unknown figure" in bad.stderr
 
@@ -389,7 +390,7 @@ def test_plot_script_on_tiny_results_writes_png_and_pdf(tiny_results, tmp_path, 
 
 @pytest.mark.parametrize("script", ["plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py",
                                     "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py",
-                                    "plot_gssbo_fig7.py", "plot_gssbo_dkl_bnn.py", "plot_sbpe.py",
+                                    "plot_gssbo_fig7.py", "plot_gssbo_fig9.py", "plot_gssbo_dkl_bnn.py", "plot_sbpe.py",
                                     "plot_coverage.py", "plot_tabular_poster.py"])
 def test_plot_script_without_results_fails_clearly(tmp_path, script):
     proc = run_script(SCRIPTS / script, "--results", tmp_path / "missing", "--out", tmp_path)
@@ -495,7 +496,7 @@ def test_quick_reproduction_set_runs_end_to_end_and_resumes(tmp_path):
                             "T=30"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert smoke.returncode == 0, smoke.stdout[-3000:] + smoke.stderr[-3000:]
     for name in ("bbkb_fig1", "bbkb_fig2", "bbkb_sweep", "bkb_fig1", "gssbo_fig2", "gssbo_fig3", "gssbo_fig4",
-                 "gssbo_fig7", "gssbo_dkl_bnn", "sbpe", "coverage"):
+                 "gssbo_fig7", "gssbo_fig9", "gssbo_dkl_bnn", "sbpe", "coverage"):
         check_figure(tmp_path / "figures" / "quick", name)
     assert {(r.problem, r.algorithm, r.T) for r in plots.load_results(tmp_path / "results" / "quick" / "gssbo_fig2")} \
         == {("hartmann6", a, 30) for a in ("std_gp_ucb", "gssbo", "rssbo")}

@@ -412,6 +412,23 @@ def test_progress_is_one_redrawn_line_on_a_terminal_and_plain_lines_otherwise(mo
     assert sys.stderr.getvalue() == ""
 
 
+def test_progress_eta_extrapolates_the_phase_since_the_last_capacity_growth(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr("sketchbo.engine.progress.time.perf_counter", lambda: clock[0])
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    p = Progress(True, "gp/test", T=100, every_s=0.0)
+    clock[0] = 50.0
+    p(50, 5)  # 1 s per step so far: 50 s left
+    clock[0] = 60.0
+    p.mark(50)  # grown (10 s compiling): steps cost 2 s from here
+    clock[0] = 60.5
+    p(50, 5)  # nothing done in the new phase yet: the rate since the start (60.5 s for 50 steps)
+    clock[0] = 80.0
+    p(60, 6)  # 10 steps in 20 s: 40 steps left take 80 s (the rate since the start would say 53 s)
+    etas = [float(line.rsplit("eta ", 1)[1].rstrip("s")) for line in sys.stderr.getvalue().splitlines()]
+    assert etas == [50.0, 60.5, 80.0]
+
+
 @pytest.mark.extended
 def test_float_grid_in_one_program_equals_the_multirun(tmp_path):
     """grid.qbar=[1,3] grid.C=[1.5,3] runs the four points in one program with the multirun's numbers."""

@@ -103,6 +103,7 @@ def drive(domain: Domain, capacities: dict, init_args, chunk_args, progress: Pro
             carry = jax.tree.map(lambda a, ref: jax.device_put(a, ref.sharding),
                                  domain.grow(carry if domain.waits else last, template), template)
             compile_s, capacities = compile_s + cs, larger
+            progress.mark(int(np.min(np.asarray(carry[0].t))))  # a step costs more from here on
             continue
         if checkpointing is not None and rounds - last_write >= checkpointing.every:
             ckpt.save_checkpoint(checkpointing.path, checkpointing.identity, capacities, events, rounds,

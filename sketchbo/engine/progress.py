@@ -13,6 +13,10 @@ class Progress:
     On a terminal: one line redrawn in place (carriage return) with a bar, t/T, the round, elapsed time
     and ETA, at most every 0.2 s, ended by a newline when the run finishes. Otherwise (a log file, a
     pipe, a batch job): a plain line every ``every_s`` seconds and at the end.
+
+    The ETA extrapolates the rate of the current phase: the steps since the last :meth:`mark` (a capacity
+    growth, after which a step costs more) over the time since it, once the phase covers 1% of T;
+    before that the rate since the start.
     """
 
     BAR = 24  # bar width in characters
@@ -33,6 +37,17 @@ class Progress:
         """Start the clock (after compilation, so that the ETA measures execution)."""
         self.start = time.perf_counter()
         self.last = -math.inf
+        self.phase = (self.start, None)  # (time, t) where the current phase began; t None: at the start
+
+    def mark(self, t: int):
+        """A new phase begins at step ``t`` now (e.g. the run continues at larger capacities)."""
+        self.phase = (time.perf_counter(), t)
+
+    def _eta(self, now: float, t: int, elapsed: float) -> float:
+        since, t0 = self.phase
+        if t0 is not None and t - t0 >= 0.01 * self.T and now > since:
+            return (now - since) * (self.T - t) / (t - t0)
+        return elapsed * (self.T - t) / t if t > 0 else float("nan")
 
     @staticmethod
     def _clock(seconds: float) -> str:
@@ -49,7 +64,7 @@ class Progress:
         self.last = now
         elapsed = now - self.start
         frac = min(max(t_min / self.T, 0.0), 1.0)
-        eta = elapsed * (1 - frac) / frac if frac > 0 else float("nan")
+        eta = max(self._eta(now, min(max(t_min, 0), self.T), elapsed), 0.0)
         if not self.tty:
             print(f"[{self.label}] round {rounds}: t={t_min}/{self.T} ({100 * frac:.0f}%) "
                   f"elapsed {elapsed:.1f}s eta {eta:.1f}s", file=sys.stderr, flush=True)

@@ -85,7 +85,9 @@ def test_vmap_equals_map_and_a_grown_buffer_gives_the_same_trajectories(name):
     kw = dict(T=30, n_seeds=2, params={"n0": 8, "n_uniform": 128, "n_local": 32, "m": 3}, progress=False)
     a = continuous.run(name, p, seed_axis="map", **kw)
     b = continuous.run(name, p, seed_axis="vmap", **kw)
-    np.testing.assert_allclose(a.traces["x"], b.traces["x"], atol=1e-6)
+    # equal up to rounding, amplified by the acquisition's Adam refinement: largest difference at XLA level 0,
+    # rembo 2.2e-6 (6.2e-7 before the closed-form likelihood gradient), hesbo 6e-11
+    np.testing.assert_allclose(a.traces["x"], b.traces["x"], atol=1e-5)
     grown = continuous.run(name, p, seed_axis="map", capacity=12, **kw)
     assert grown.capacity_events[0] == "sample buffer capacity 12 -> 30"
     # the low GP uses every row: a padded buffer changes its sums' order, so equal up to rounding

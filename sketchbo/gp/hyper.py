@@ -12,7 +12,9 @@ sample mean). With K_n = K + s2 I over the valid rows (Rasmussen & Williams 2006
     log p(y | X, theta) = -1/2 y^T K_n^{-1} y - sum_i log L_ii - n/2 log(2 pi),      L = chol(K_n).
 
 theta = (log lengthscales (d,), log outputscale, log noise variance) is fitted by Adam on -log p / n for a
-fixed number of steps from a warm start, projecting theta onto box bounds after every step.
+fixed number of steps from a warm start, projecting theta onto box bounds after every step. The gradient
+in K_n is the closed form 1/2 (a a^T - K_n^{-1}), a = K_n^{-1} y (R&W Eq. 5.9; ``gaussian_log_density``),
+chained to theta through the kernel by autodiff.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from sketchbo import linalg
 from sketchbo.kernels import get_kernel
 
 MATERN = get_kernel("matern52")
@@ -96,12 +99,37 @@ def masked_kernel(h: GPHyper, X, mask, counts=None):
     return K + jnp.diag(jnp.where(mask, noise, 1.0))
 
 
+@jax.custom_vjp
+def gaussian_log_density(Kn, y):
+    """log N(y; 0, Kn) without the -n/2 log(2 pi) term, for an SPD Kn (n, n): -1/2 y^T Kn^{-1} y - sum log L_ii.
+
+    Its gradient in Kn is the closed form 1/2 (a a^T - Kn^{-1}), a = Kn^{-1} y (R&W Eq. 5.9), from the
+    Cholesky factor and one inverse (``linalg.spd_inverse``). Differentiating through the factorisation
+    instead (JAX's Cholesky VJP) cost 10x the factorisation at n = 1000 on the CPU and was most of
+    Standard GP-UCB's time (20 likelihood gradients per iteration). ``y`` gets no gradient (data).
+    """
+    return _gaussian_log_density_fwd(Kn, y)[0]
+
+
+def _gaussian_log_density_fwd(Kn, y):
+    L = jnp.linalg.cholesky(Kn)
+    z = jax.scipy.linalg.solve_triangular(L, y, lower=True)
+    a = jax.scipy.linalg.solve_triangular(L.T, z, lower=False)
+    return -0.5 * z @ z - jnp.sum(jnp.log(jnp.diagonal(L))), (L, a)
+
+
+def _gaussian_log_density_bwd(res, g):
+    L, a = res
+    return 0.5 * g * (jnp.outer(a, a) - linalg.spd_inverse(L)), None
+
+
+gaussian_log_density.defvjp(_gaussian_log_density_fwd, _gaussian_log_density_bwd)
+
+
 def log_marginal_likelihood(h: GPHyper, X, y_std, mask, counts=None):
     """log p(y | X, theta) of the valid rows (R&W Eq. 2.30); ``y_std`` standardised, zero in masked rows."""
-    L = jnp.linalg.cholesky(masked_kernel(h, X, mask, counts))
-    z = jax.scipy.linalg.solve_triangular(L, y_std, lower=True)
     n = jnp.sum(mask)
-    return -0.5 * z @ z - jnp.sum(jnp.log(jnp.diagonal(L))) - 0.5 * n * LOG_2PI
+    return gaussian_log_density(masked_kernel(h, X, mask, counts), y_std) - 0.5 * n * LOG_2PI
 
 
 def fit(h0: GPHyper, X, y, mask, steps: int, lr, bounds: HyperBounds = HyperBounds(), counts=None):
@@ -154,4 +182,4 @@ def predict(post: ExactPosterior, Xq):
 
 
 __all__ = ["GPHyper", "HyperBounds", "ExactPosterior", "init_hyper", "kernel_params", "project", "standardise",
-           "masked_kernel", "log_marginal_likelihood", "fit", "posterior", "predict"]
+           "masked_kernel", "gaussian_log_density", "log_marginal_likelihood", "fit", "posterior", "predict"]

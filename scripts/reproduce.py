@@ -270,7 +270,7 @@ def plot_commands(specs: dict, figures: list[str], scale: str, results: Path, ou
     commands = []
     for name in figures:
         script, *args = shlex.split(specs[name]["plot"])
-        also = [a for result_set in read_sets(specs[name], scale) for a in ("--also", str(results / scale / result_set))]
+        also = [a for read in read_sets(specs[name], scale) for a in ("--also", str(results / scale / read))]
         cmd = [sys.executable, str(REPO / script), *args, "--results", str(results / scale / specs[name]["results"]),
                *also, "--out", str(out / scale)]
         commands.append((name, cmd))

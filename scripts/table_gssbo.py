@@ -80,8 +80,8 @@ def number(v: float) -> str:
 
 
 def markdown(table: list[dict]) -> str:
-    lines = ["| problem | algorithm | T | seeds | R_T mean ± sd | R_T / GP-UCB | exec s / seed | time / GP-UCB | device |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| problem | algorithm | T | seeds | R_T mean ± sd | R_T / GP-UCB | exec s / seed | time / GP-UCB "
+             "| device |", "|---|---|---|---|---|---|---|---|---|"]
     for r in table:
         ratio = "" if r["regret_vs_gp_ucb"] is None else f"{r['regret_vs_gp_ucb']:.2f}×"
         share = "" if r["time_vs_gp_ucb"] is None else f"{r['time_vs_gp_ucb']:.1%}"

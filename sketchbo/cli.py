@@ -48,7 +48,6 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sketchbo import continuous, tracking
 from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS
-from sketchbo.engine.program import synchronous_cpu_dispatch
 from sketchbo.problems import CONTINUOUS_PROBLEMS, ContinuousProblem, make_problem
 from sketchbo.runner import enable_compilation_cache, grid_points, resolve_hyperparameters, run, run_grid
 
@@ -406,7 +405,6 @@ class OutputDirCheck(Callback):
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")
 def app(cfg: DictConfig) -> None:
     """The Hydra task: set precision, run (or reuse complete results), write results, print the table."""
-    synchronous_cpu_dispatch()
     if cfg.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     if cfg.get("compile_cache"):

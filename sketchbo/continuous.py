@@ -34,7 +34,6 @@ from sketchbo.engine import checkpoint as ckpt
 from sketchbo.engine import host
 from sketchbo.engine.program import (
     SeedKeys, chunk_of_rounds, compiled_program, default_seed_axis, over_seeds, padded_into, stacked_keys,
-    synchronous_cpu_dispatch,
 )
 from sketchbo.engine.progress import Progress
 from sketchbo.engine.result import RunResult, result
@@ -307,7 +306,6 @@ def _identity(s: _Setup) -> dict:
 
 
 def _setup(algorithm, problem, T, n_seeds, seed, params, dtype, seed_axis, rounds_per_call, capacity) -> _Setup:
-    synchronous_cpu_dispatch()  # first: validation may start the backend (jax.default_backend())
     if not isinstance(problem, ContinuousProblem):
         raise ValueError(f"algorithm {algorithm!r} optimises continuous problems (sketchbo.problems: "
                          f"eggholder2, hartmann6, levy20, powell50, rastrigin100, diabetes); got a "

@@ -35,7 +35,7 @@ from sketchbo.engine import checkpoint as ckpt
 from sketchbo.engine import host
 from sketchbo.engine.program import (
     SeedKeys, chunk_of_rounds, compiled_program, default_seed_axis, enable_compilation_cache, over_seeds, padded_into,
-    seed_keys, stacked_keys, synchronous_cpu_dispatch,
+    seed_keys, stacked_keys,
 )
 from sketchbo.engine.progress import Progress
 from sketchbo.engine.rounds import capacity_request, finish_batch, select_batch
@@ -392,7 +392,6 @@ def grid_points(algorithm: str, grid: dict | None) -> list[dict]:
 def _setup(algorithm, problem, T, grid, n_seeds, seed, params, kernel, dtype, seed_axis, rounds_per_call,
            devices) -> _Setup:
     """Everything validated (ValueError naming the parameter) before anything is compiled."""
-    synchronous_cpu_dispatch()  # first: the next line may start the backend (jax.default_backend())
     T, n_seeds, seed = check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call)
     points = grid_points(algorithm, grid)
     n_dev = check_devices(devices)

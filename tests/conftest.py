@@ -26,7 +26,6 @@ import sketchbo  # noqa: F401  (first: sets OPENBLAS_NUM_THREADS before numpy lo
 import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
-jax.config.update("jax_cpu_enable_async_dispatch", False)  # as the entry points (engine.program.synchronous_cpu_dispatch)
 # CLI subprocesses of the tests share one persistent compilation cache, private to this test session.
 os.environ.setdefault("SKETCHBO_COMPILE_CACHE", tempfile.mkdtemp(prefix="sketchbo-jax-cache-"))
 

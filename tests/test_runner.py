@@ -1,6 +1,4 @@
 """The runner: validation before compilation, capacity growth, traces, truncation of the last batch."""
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -192,8 +190,6 @@ SHARDED = """
 import json, sys
 import jax
 jax.config.update("jax_enable_x64", True)
-from pathlib import Path
-
 import numpy as np
 from sketchbo.problems import make_problem
 from sketchbo.runner import run, run_grid
@@ -254,34 +250,3 @@ def test_recorded_repetitions_are_the_feedback():
     second = np.isclose(y, samples[q, 1]) & (spread[q] != 0)
     assert np.all(np.isclose(y, samples[q, 0]) | np.isclose(y, samples[q, 1]))
     assert first.sum() > 20 and second.sum() > 20
-
-
-SYNC = """
-import jax
-from jax._src import xla_bridge
-from sketchbo.problems import make_problem
-from sketchbo.runner import run
-update, seen = jax.config.update, []
-def recording(name, value):  # was the CPU backend (which reads the flag when it starts) already up?
-    if name == "jax_cpu_enable_async_dispatch":
-        seen.append(bool(xla_bridge._backends))
-    update(name, value)
-jax.config.update = recording
-before = jax.config.read("jax_cpu_enable_async_dispatch")
-run("eps_greedy", make_problem("gp_sample", A=50, d=2, sigma2=0.2, seed=2), T=5, n_seeds=1, progress=False)
-print(before, jax.config.read("jax_cpu_enable_async_dispatch"), seen[0])
-"""
-
-
-def test_an_entry_point_turns_off_asynchronous_cpu_dispatch_before_the_backend_starts():
-    """engine.program.synchronous_cpu_dispatch (a hang seen once with it on; jax-ml/jax#25861): in a fresh
-    process, runner.run sets the flag before its first computation starts the CPU backend."""
-    import os
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-c", SYNC], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent.parent),
-                                                                           os.environ.get("PYTHONPATH", "")])})
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.split() == ["True", "False", "False"]  # default on; off; set before the backend started

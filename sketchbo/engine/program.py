@@ -84,18 +84,6 @@ def compiled_program(cache_key, make_fns, init_args, chunk_rest):
     return init_c, chunk_c, compile_s
 
 
-def synchronous_cpu_dispatch() -> None:
-    """Run CPU computations to completion before the call returns (``jax_cpu_enable_async_dispatch``), if the
-    CPU backend has not started yet (the flag is read when it starts; later calls change nothing).
-
-    The host loop waits for every chunk's result anyway (``host.drive``), so asynchronous dispatch gains a run
-    nothing, and on the CPU it has been reported to hang (jax-ml/jax#25861). We saw one such hang: a
-    ``vecchia_bo`` job (Hartmann6, 2 seeds, 2026-11-23) waited forever for its chunk after a capacity growth,
-    the main thread blocked on the result and every XLA worker thread idle. Not reproduced; this is the
-    reported workaround."""
-    jax.config.update("jax_cpu_enable_async_dispatch", False)
-
-
 def enable_compilation_cache(path) -> None:
     """Keep compiled programs in JAX's persistent cache at ``path``, shared by every process that uses it,
     so that the jobs of a sweep compile each distinct program once."""

@@ -14,8 +14,6 @@ result sets is drawn once, from ``--results`` first.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from sketchbo import plots
 
 NAME = "gssbo_fig4"
@@ -42,15 +40,13 @@ def gssbo_settings(results, problem: str) -> dict:
 
 def main(argv=None):
     parser = plots.figure_parser(__doc__.splitlines()[0], "directory holding the runs (searched recursively)")
-    parser.add_argument("--also", type=Path, action="append", default=[],
-                        help="a further result set to read (repeatable), e.g. Fig. 2's runs")
-    args = parser.parse_args(argv)
+    args = plots.add_also(parser).parse_args(argv)
     own = plots.load_results(args.results, HINT)
     problems = sorted({r.problem for r in own if r.algorithm == "gssbo"})
     if not problems:
         found = sorted({r.algorithm for r in own})
         raise plots.ResultsError(f"no gssbo results under {args.results} (found {found}); {HINT}")
-    results = own + [r for directory in args.also for r in plots.load_results(directory, HINT)]
+    results = own + plots.also_results(args, HINT)
     plt = plots.pyplot()
     fig, axes = plt.subplots(1, len(problems), figsize=(5.2 * len(problems), 3.8), squeeze=False)
     handles, labels = [], []

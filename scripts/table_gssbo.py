@@ -94,10 +94,10 @@ def markdown(table: list[dict]) -> str:
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", required=True, type=Path, help="a result set (searched recursively)")
-    parser.add_argument("--also", type=Path, action="append", default=[], help="a further result set (repeatable)")
+    plots.add_also(parser)
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON to this file")
     args = parser.parse_args(argv)
-    results = [r for d in [args.results, *args.also] for r in plots.load_results(d, HINT)]
+    results = plots.load_results(args.results, HINT) + plots.also_results(args, HINT)
     table = rows(results)
     print(markdown(table))
     if args.json is not None:

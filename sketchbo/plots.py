@@ -358,14 +358,24 @@ def finish_with_legend(fig, handles: dict, out_dir, name: str) -> list[Path]:
     return paths
 
 
+def add_also(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``--also DIR`` (repeatable): a further result set to read, e.g. runs another figure already made."""
+    parser.add_argument("--also", type=Path, action="append", default=[],
+                        help="a further result set to read as well (repeatable), e.g. Fig. 2's runs")
+    return parser
+
+
+def also_results(args, hint: str = "") -> list[Result]:
+    """Every complete result of the result sets given by ``--also`` (:func:`add_also`)."""
+    return [r for directory in args.also for r in load_results(directory, hint)]
+
+
 def methods_figure(argv, doc: str, name: str, hint: str, methods, panels_of=None) -> list[Path]:
     """A plot script's ``main``: one panel of cumulative regret per problem on which any of ``panels_of``
     (default: ``methods``) ran in ``--results``, every one of ``methods`` found there or in the result sets
     given by ``--also`` (repeatable: runs another figure already made, e.g. GSSBO from Fig. 2's); ``doc``'s
     first line is the description."""
-    parser = figure_parser(doc.splitlines()[0], "directory holding the runs (searched recursively)")
-    parser.add_argument("--also", type=Path, action="append", default=[],
-                        help="a further result set whose runs of the same problems are drawn too (repeatable)")
+    parser = add_also(figure_parser(doc.splitlines()[0], "directory holding the runs (searched recursively)"))
     args = parser.parse_args(argv)
     own = load_results(args.results, hint)
     panels_of = methods if panels_of is None else panels_of
@@ -373,7 +383,7 @@ def methods_figure(argv, doc: str, name: str, hint: str, methods, panels_of=None
     if not problems:
         raise ResultsError(f"no results of {', '.join(panels_of)} under {args.results} (found "
                            f"{sorted({r.algorithm for r in own})}); {hint}")
-    results = own + [r for directory in args.also for r in load_results(directory, hint)]
+    results = own + also_results(args, hint)
     fig, axes = pyplot().subplots(1, len(problems), figsize=(4.8 * len(problems), 3.6), squeeze=False)
     handles = regret_panels(axes[0], problems, results, methods)
     return finish_with_legend(fig, handles, args.out or args.results, name)
@@ -403,6 +413,7 @@ def script_main(main, argv=None) -> None:
 __all__ = [
     "Result", "ResultsError", "LABELS", "COLORS", "load_result", "load_results", "pick", "problems_of",
     "cumulative_regret", "uniform_gap", "regret_ratio", "batch_size", "dict_size", "cumulative_time",
-    "run_time", "mean_std", "thin", "pyplot", "band", "regret_panels", "save_figure", "methods_figure", "figure_parser",
+    "run_time", "mean_std", "thin", "pyplot", "band", "regret_panels", "save_figure", "add_also", "also_results",
+    "methods_figure", "figure_parser",
     "script_main",
 ]

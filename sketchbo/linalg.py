@@ -190,6 +190,15 @@ def sherman_morrison(Vinv, z):
     return Vinv - jnp.outer(u, u) / (1.0 + mm(z, u))
 
 
+def after(x, dep):
+    """``x``, computed only once ``dep`` is (NaN where ``dep``'s first entry is NaN, else exactly ``x``).
+
+    A data dependence that XLA keeps, to order two batched LAPACK calls that the CPU runtime could otherwise run
+    concurrently, which can hang it (``sketchbo.engine.lapack_overlap``). ``jax.lax.optimization_barrier``
+    does not: XLA:CPU drops it before scheduling (jax 0.10.2)."""
+    return jnp.where(jnp.isnan(jnp.ravel(dep)[0]), jnp.nan, x)
+
+
 def upper_triangular_inverse(U, block: int = 128):
     """U^{-1} of an upper-triangular (n, n) U by recursive 2 x 2 blocking:
     [[A, B], [0, C]]^{-1} = [[A^{-1}, -A^{-1} B C^{-1}], [0, C^{-1}]].
@@ -204,7 +213,7 @@ def upper_triangular_inverse(U, block: int = 128):
         return jax.scipy.linalg.solve_triangular(U, jnp.eye(n, dtype=U.dtype), lower=False)
     k = n // 2
     Ai = upper_triangular_inverse(U[:k, :k], block)
-    Ci = upper_triangular_inverse(U[k:, k:], block)
+    Ci = upper_triangular_inverse(after(U[k:, k:], Ai), block)  # not concurrently with A^{-1}'s solves
     top = jnp.concatenate([Ai, -mm(mm(Ai, U[:k, k:]), Ci)], axis=1)
     return jnp.concatenate([top, jnp.concatenate([jnp.zeros((n - k, k), U.dtype), Ci], axis=1)], axis=0)
 

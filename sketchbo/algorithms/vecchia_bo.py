@@ -92,8 +92,10 @@ def _conditionals(h: hyper.GPHyper, Xq, Xc, yc, cmask, noise_q):
     Kcc = Kcc + jax.vmap(jnp.diag)(jnp.where(cmask, s2, 1.0))
     kqc = jax.vmap(lambda x, A: MATERN.k(kp, x[None, :], A)[0])(Xq, Xc) * w  # (q, m)
     L = jnp.linalg.cholesky(Kcc)
-    a = jax.scipy.linalg.solve_triangular(L, kqc[..., None], lower=True)[..., 0]
-    b = jax.scipy.linalg.solve_triangular(L, (yc * w)[..., None], lower=True)[..., 0]
+    # one batched solve for both right-hand sides: two independent batched LAPACK calls can deadlock the CPU
+    # runtime (sketchbo.engine.lapack_overlap)
+    ab = jax.scipy.linalg.solve_triangular(L, jnp.stack([kqc, yc * w], axis=-1), lower=True)  # (q, m, 2)
+    a, b = ab[..., 0], ab[..., 1]
     var = MATERN.diag(kp, Xq) + noise_q - jnp.sum(a * a, axis=1)
     return jnp.sum(a * b, axis=1), var
 

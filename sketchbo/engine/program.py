@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+
+from sketchbo.engine.lapack_overlap import LapackOverlapWarning, overlapping_lapack_calls
 
 
 class SeedKeys(NamedTuple):
@@ -78,10 +81,26 @@ def compiled_program(cache_key, make_fns, init_args, chunk_rest):
     carry, noise = jax.eval_shape(init_fn, *init_args)
     chunk_c = chunk_fn.lower(init_args[0], carry, noise, *chunk_rest).compile()
     compile_s = time.perf_counter() - tc
+    check_lapack_overlap(chunk_c)
     if len(_PROGRAMS) >= _MAX_PROGRAMS:
         _PROGRAMS.pop(next(iter(_PROGRAMS)))
     _PROGRAMS[cache_key] = (init_c, chunk_c)
     return init_c, chunk_c, compile_s
+
+
+def check_lapack_overlap(compiled) -> None:
+    """Warn (:class:`LapackOverlapWarning`) when a program compiled for the CPU has batched LAPACK calls that
+    may run concurrently: on a machine with few cores such a program can hang (``engine.lapack_overlap``)."""
+    if jax.default_backend() != "cpu":
+        return
+    pairs = overlapping_lapack_calls(compiled.as_text())
+    if pairs:
+        warnings.warn(
+            f"this program has {len(pairs)} pair(s) of batched LAPACK calls that XLA's CPU runtime may run at the "
+            f"same time (e.g. {pairs[0][1]} and {pairs[0][2]}); on a machine with few cores it can hang "
+            "(sketchbo.engine.lapack_overlap). Where the seeds run with seed_axis='vmap', seed_axis='map' avoids "
+            "batching them.",
+            LapackOverlapWarning, stacklevel=3)
 
 
 def enable_compilation_cache(path) -> None:

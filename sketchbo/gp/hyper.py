@@ -120,7 +120,9 @@ def _gaussian_log_density_fwd(Kn, y):
 
 def _gaussian_log_density_bwd(res, g):
     L, a = res
-    return 0.5 * g * (jnp.outer(a, a) - linalg.spd_inverse(L)), None
+    # the inverse's triangular solves after the forward's (a depends on them): under vmap they could otherwise
+    # run concurrently, which can hang the CPU runtime (sketchbo.engine.lapack_overlap)
+    return 0.5 * g * (jnp.outer(a, a) - linalg.spd_inverse(linalg.after(L, a))), None
 
 
 gaussian_log_density.defvjp(_gaussian_log_density_fwd, _gaussian_log_density_bwd)
@@ -176,7 +178,8 @@ def predict(post: ExactPosterior, Xq):
     w = post.mask.astype(Xq.dtype)
     Kq = MATERN.k(kernel_params(post.hyper), Xq, post.X) * w[None, :]  # (q, n)
     mean = post.y_mean + post.y_std * (Kq @ post.alpha)
-    V = jax.scipy.linalg.solve_triangular(post.L, Kq.T, lower=True)  # (n, q)
+    # after alpha's solves: concurrent batched LAPACK calls can hang the CPU runtime (sketchbo.engine.lapack_overlap)
+    V = jax.scipy.linalg.solve_triangular(linalg.after(post.L, post.alpha), Kq.T, lower=True)  # (n, q)
     var = jnp.exp(post.hyper.log_scale) - jnp.sum(V * V, axis=0)
     return mean, post.y_std ** 2 * jnp.maximum(var, 0.0)
 

@@ -167,7 +167,9 @@ def posterior(h: GPHyper, X, y, mask, counts=None) -> ExactPosterior:
     y_std, mean, std = standardise(y, mask)
     L = jnp.linalg.cholesky(masked_kernel(h, X, mask, counts))
     alpha = jax.scipy.linalg.cho_solve((L, True), y_std)
-    return ExactPosterior(X, mask, L, alpha, h, mean, std)
+    # L held as computed after alpha, so that predict's solves follow alpha's: concurrent batched LAPACK calls
+    # can hang the CPU runtime under vmap (sketchbo.engine.lapack_overlap); once per posterior, not per query
+    return ExactPosterior(X, mask, linalg.after(L, alpha), alpha, h, mean, std)
 
 
 def predict(post: ExactPosterior, Xq):
@@ -178,8 +180,7 @@ def predict(post: ExactPosterior, Xq):
     w = post.mask.astype(Xq.dtype)
     Kq = MATERN.k(kernel_params(post.hyper), Xq, post.X) * w[None, :]  # (q, n)
     mean = post.y_mean + post.y_std * (Kq @ post.alpha)
-    # after alpha's solves: concurrent batched LAPACK calls can hang the CPU runtime (sketchbo.engine.lapack_overlap)
-    V = jax.scipy.linalg.solve_triangular(linalg.after(post.L, post.alpha), Kq.T, lower=True)  # (n, q)
+    V = jax.scipy.linalg.solve_triangular(post.L, Kq.T, lower=True)  # (n, q)
     var = jnp.exp(post.hyper.log_scale) - jnp.sum(V * V, axis=0)
     return mean, post.y_std ** 2 * jnp.maximum(var, 0.0)
 

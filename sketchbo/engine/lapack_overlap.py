@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import re
 
+
 class LapackOverlapWarning(RuntimeWarning):
     """A compiled CPU program holds batched LAPACK calls that may run concurrently (may hang)."""
 

@@ -3,7 +3,8 @@
 Two independent batched triangular solves hung a 2-core machine on the second call (jax 0.10.2): both of XLA's
 intra-op threads waited in jaxlib's ParallelBatchMap for chunks queued behind them. The check reads the
 compiled HLO; pyproject's pytest settings turn its warning into an error, so every program this suite compiles
-through ``engine.program.compiled_program`` (every algorithm, both seed axes) is checked too.
+through ``engine.program.compiled_program`` is checked too, and the extended set compiles every box algorithm
+with vmapped seeds for it (the finite-arm ones run with both seed axes in test_conformance).
 """
 import warnings
 
@@ -11,8 +12,11 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from sketchbo import continuous
+from sketchbo.algorithms import BO_ALGORITHMS
 from sketchbo.engine.lapack_overlap import LapackOverlapWarning, overlapping_lapack_calls
 from sketchbo.engine.program import check_lapack_overlap
+from test_checkpoint import HARTMANN, bo_kwargs
 
 solve = jax.scipy.linalg.solve_triangular
 
@@ -122,3 +126,14 @@ def test_the_gp_algebra_keeps_its_batched_solves_ordered_under_vmap():
 
     assert _pairs(jax.vmap(grad), h, X, y, mask) == []
     assert _pairs(jax.vmap(predict), h, X, y, mask) == []
+
+
+@pytest.mark.extended
+@pytest.mark.parametrize("name", sorted(BO_ALGORITHMS))
+def test_every_box_algorithm_compiles_free_of_overlapping_calls_with_vmapped_seeds(name):
+    """Every continuous algorithm's program with two vmapped seeds (its batched LAPACK calls span the seeds):
+    compiled through the engine, whose check is an error in the tests (pyproject). The finite-arm algorithms
+    run vmapped in test_conformance's default set."""
+    kw = bo_kwargs(name)
+    kw.update(seed_axis="vmap", T=12, capacity=12)
+    continuous.run(name, HARTMANN, n_seeds=2, **kw)

@@ -2,7 +2,8 @@
 
 jaxlib's CPU LAPACK kernels (``lapack_*_ffi``: Cholesky, triangular solve, eigh, ...) split a batch of
 matrices into chunks on XLA's intra-op thread pool and block their thread until the chunks are done
-(jaxlib ``ParallelBatchMap``, used when the batch holds >= 2e5 flops and the pool has > 1 thread). XLA's
+(jaxlib ``ParallelBatchMap``; in jaxlib's source, when the batch holds >= 2e5 flops and the pool has > 1
+thread). XLA's
 CPU runtime itself runs independent operations of a program concurrently on the same pool. When as many
 batched LAPACK calls as the pool has threads run at once, every thread waits for chunks that no thread is
 left to run: the process hangs in ``CpuPjRtRawLoadedExecutable::Execute`` with every worker idle. On a

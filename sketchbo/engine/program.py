@@ -81,6 +81,7 @@ def compiled_program(cache_key, make_fns, init_args, chunk_rest):
     carry, noise = jax.eval_shape(init_fn, *init_args)
     chunk_c = chunk_fn.lower(init_args[0], carry, noise, *chunk_rest).compile()
     compile_s = time.perf_counter() - tc
+    check_lapack_overlap(init_c)
     check_lapack_overlap(chunk_c)
     if len(_PROGRAMS) >= _MAX_PROGRAMS:
         _PROGRAMS.pop(next(iter(_PROGRAMS)))

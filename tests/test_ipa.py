@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from scipy.stats import norm
 
 from sketchbo import continuous
@@ -89,7 +90,7 @@ def test_ipa_qualities_are_the_ei_of_the_previous_model_and_choose_the_rows():
     assert chosen == sorted(np.asarray(ref_rows)[np.asarray(rmask)].tolist())
 
 
-def test_ipa_runs_vmapped_like_mapped_and_learns_on_hartmann6():
+def test_ipa_learns_on_hartmann6():
     p = make_problem("hartmann6")
     params = {"n0": 10, "n_uniform": 512, "n_local": 128, "m": 20}
     res = continuous.run("ipa", p, T=60, n_seeds=2, params=params, progress=False, seed_axis="map")
@@ -97,7 +98,27 @@ def test_ipa_runs_vmapped_like_mapped_and_learns_on_hartmann6():
     after = res.traces["instant_regret"][:, 10:].mean(axis=1)
     assert np.all(after < 0.75 * unif), (after, unif)
     assert np.all(res.traces["dict_size"][:, -1] == 20) and np.all(np.isfinite(res.traces["instant_regret"]))
-    short = dict(T=30, n_seeds=2, params={**params, "m": 12}, progress=False)
+
+
+@pytest.mark.extended
+def test_ipa_runs_vmapped_like_mapped():
+    """At XLA's default level (CI's extended set); at level 0 seed 1 meets a near-tie at step 20 (README
+    "Determinism")."""
+    p = make_problem("hartmann6")
+    params = {"n0": 10, "n_uniform": 512, "n_local": 128, "m": 12}
+    short = dict(T=30, n_seeds=2, params=params, progress=False)
     a = continuous.run("ipa", p, seed_axis="map", **short)
     b = continuous.run("ipa", p, seed_axis="vmap", **short)
     np.testing.assert_allclose(a.traces["x"], b.traces["x"], atol=1e-6)
+
+
+@pytest.mark.extended
+def test_ipa_keeps_up_with_sparse_gp_on_hartmann6():
+    """IPA's landmarks crowd the promising region; fitted on those rows alone (before 2026-11-23) its
+    hyperparameters misled it: R_T at T = 300 (3 seeds) was 609 against SparseGP's 154. With the collapsed bound
+    over every sample both learn alike (measured 136 and 123)."""
+    p = make_problem("hartmann6")
+    kw = dict(T=300, n_seeds=3, progress=False)
+    ipa = continuous.run("ipa", p, **kw).cumulative_regret.mean()
+    sparse = continuous.run("sparse_gp", p, **kw).cumulative_regret.mean()
+    assert ipa < 2.0 * sparse, (ipa, sparse)

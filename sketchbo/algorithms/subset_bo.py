@@ -31,8 +31,11 @@ of the uniform initial design for t < n0), ``update`` appends the batch to D, an
 expensive work once per round — choose the subset (Alg. 1 L12-14), fit the hyperparameters by maximum
 likelihood (warm start; ``sketchbo.gp.hyper``), and maximise UCB(x) = mu(x) + sqrt(beta_t) sigma(x) with
 beta_t = beta_c d log(2t) (PROTOCOLS §9) inside the box (``sketchbo.acquisition``) to plan the next query.
-Nyström variants fit their hyperparameters on the landmark rows and share the BKB engine
-(``sketchbo.gp.nystrom``) with noise variance lam = s2 (variances in its lam-scaled units, rescaled here).
+Nyström variants fit their hyperparameters on every sample with the round's landmarks held fixed, by Titsias'
+collapsed bound (``hyper.collapsed_bound``: a sparse GP's own objective, O(n m^2) per step; until 2026-11-23
+they fitted the exact likelihood of the landmark rows alone, which misled IPA, whose landmarks crowd the
+promising region), and share the BKB engine (``sketchbo.gp.nystrom``) with noise variance lam = s2
+(variances in its lam-scaled units, rescaled here).
 """
 from __future__ import annotations
 
@@ -256,8 +259,12 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
         y = data_mean(data)
         idx, mask = choose_rows(k_sel, state, params, valid, y)
         counts = data.count[idx] if merge else None
-        h, fit_info = hyper.fit(state.hyper, data.x[idx], y[idx], mask, static.fit_steps, params.lr_fit,
-                                counts=counts)
+        if engine == "nystrom":  # every sample, the landmarks fixed: Titsias' collapsed bound (hyper.collapsed_bound)
+            h, fit_info = hyper.fit(state.hyper, data.x, y, valid, static.fit_steps, params.lr_fit,
+                                    inducing=(data.x[idx], mask))
+        else:
+            h, fit_info = hyper.fit(state.hyper, data.x[idx], y[idx], mask, static.fit_steps, params.lr_fit,
+                                    counts=counts)
         if engine == "exact":
             predict, noise = exact_predictor(h, data.x[idx], y[idx], mask, counts)
         else:

@@ -15,6 +15,9 @@ theta = (log lengthscales (d,), log outputscale, log noise variance) is fitted b
 fixed number of steps from a warm start, projecting theta onto box bounds after every step. The gradient
 in K_n is the closed form 1/2 (a a^T - K_n^{-1}), a = K_n^{-1} y (R&W Eq. 5.9; ``gaussian_log_density``),
 chained to theta through the kernel by autodiff.
+
+Sparse (Nyström/DTC) models fit theta on every valid row with m landmarks Z held fixed, by Titsias' (2009)
+collapsed variational bound (:func:`collapsed_bound`) instead of the exact likelihood: O(n m^2) per step.
 """
 from __future__ import annotations
 
@@ -134,19 +137,101 @@ def log_marginal_likelihood(h: GPHyper, X, y_std, mask, counts=None):
     return gaussian_log_density(masked_kernel(h, X, mask, counts), y_std) - 0.5 * n * LOG_2PI
 
 
-def fit(h0: GPHyper, X, y, mask, steps: int, lr, bounds: HyperBounds = HyperBounds(), counts=None):
+JITTER = 1e-6  # added to K_ZZ's diagonal, relative to the outputscale, in the collapsed bound (GPflow's default)
+
+
+@jax.custom_vjp
+def titsias_bound(Kzz, Kzn, s2, tr_knn, y, n):
+    """Titsias' collapsed bound from its kernel matrices: K_ZZ (m, m) with its jitter, K_Zn (m, n_cap) (zero
+    columns for masked rows), noise s2, tr K_nn over the valid rows, targets y (zero in masked rows) and the
+    number n of valid rows. With L = chol(K_ZZ), A = L^{-1} K_Zn / s, B = I + A A^T = L_B L_B^T,
+    c = L_B^{-1} A y / s:
+
+        F = -n/2 log(2 pi s2) - sum log diag(L_B) - (y^T y - s2 c^T c) / (2 s2) - (tr K_nn / s2 - ||A||_F^2) / 2.
+
+    Its gradient is in closed form (:func:`_titsias_bwd`); ``y`` and ``n`` get none (data).
+    """
+    return _titsias_fwd(Kzz, Kzn, s2, tr_knn, y, n)[0]
+
+
+def _titsias_fwd(Kzz, Kzn, s2, tr_knn, y, n):
+    m = Kzz.shape[0]
+    L = jnp.linalg.cholesky(Kzz)
+    A = jax.scipy.linalg.solve_triangular(L, Kzn, lower=True) / jnp.sqrt(s2)  # (m, n_cap)
+    LB = jnp.linalg.cholesky(jnp.eye(m, dtype=Kzz.dtype) + A @ A.T)
+    c = jax.scipy.linalg.solve_triangular(LB, A @ y, lower=True) / jnp.sqrt(s2)
+    F = (-0.5 * n * (LOG_2PI + jnp.log(s2)) - jnp.sum(jnp.log(jnp.diagonal(LB))) - 0.5 * (y @ y) / s2
+         + 0.5 * c @ c - 0.5 * (tr_knn / s2 - jnp.sum(A * A)))
+    return F, (L, A, LB, c, y, s2, tr_knn, n)
+
+
+def _titsias_bwd(res, g):
+    """With C = Q + s2 I (Q = K_nZ K_ZZ^{-1} K_Zn), alpha = C^{-1} y, P = K_ZZ^{-1} K_Zn and
+    G = (alpha alpha^T - C^{-1}) / 2 + I / (2 s2):  dF = 2 tr(P G dK_Zn^T) - tr(P G P^T dK_ZZ)
+    + [(alpha^T alpha - tr C^{-1}) / 2 + tr(K_nn - Q) / (2 s2^2)] ds2 - d tr K_nn / (2 s2), where
+    C^{-1} = (I - A^T B^{-1} A) / s2 (Woodbury) keeps every term O(n m^2)."""
+    L, A, LB, c, y, s2, tr_knn, n = res
+    m = A.shape[0]
+    # ordered after the forward's solves: concurrent batched LAPACK calls can hang the CPU runtime under vmap
+    # (sketchbo.engine.lapack_overlap)
+    Binv = linalg.spd_inverse(linalg.after(LB, c))
+    P = jax.scipy.linalg.solve_triangular(linalg.after(L, Binv), A, lower=True, trans="T") * jnp.sqrt(s2)  # (m, n)
+    alpha = (y - A.T @ (Binv @ (A @ y))) / s2
+    P_alpha = P @ alpha
+    P_Cinv = (P - (P @ A.T) @ Binv @ A) / s2  # P C^{-1} (m, n)
+    PG = 0.5 * jnp.outer(P_alpha, alpha) - 0.5 * P_Cinv + P / (2.0 * s2)
+    PGPt = 0.5 * jnp.outer(P_alpha, P_alpha) - 0.5 * P_Cinv @ P.T + P @ P.T / (2.0 * s2)
+    tr_Cinv = (n - m + jnp.trace(Binv)) / s2  # tr(A^T B^{-1} A) = tr(I - B^{-1}) over the m slots
+    tr_Q = s2 * jnp.sum(A * A)
+    g_s2 = 0.5 * (alpha @ alpha - tr_Cinv) + (tr_knn - tr_Q) / (2.0 * s2 ** 2)
+    return g * -0.5 * (PGPt + PGPt.T), g * 2.0 * PG, g * g_s2, g * -0.5 / s2, None, None
+
+
+titsias_bound.defvjp(_titsias_fwd, _titsias_bwd)
+
+
+def collapsed_bound(h: GPHyper, X, y_std, mask, Z, z_mask):
+    """Titsias' (2009) collapsed lower bound on log p(y | X, theta) of a sparse GP with inducing inputs Z,
+    over the valid rows of X (n, d) (``y_std`` standardised, zero in masked rows); Z (m, d) with ``z_mask``:
+
+        F = log N(y; 0, Q_nn + s2 I) - tr(K_nn - Q_nn) / (2 s2),   Q_nn = K_nZ K_ZZ^{-1} K_Zn   (Titsias Eq. 9),
+
+    K_ZZ with JITTER times the outputscale on its diagonal (:func:`titsias_bound`; the DTC mean and variance of
+    ``sketchbo.gp.nystrom`` are this model's predictive equations). Masked landmarks have zero kernel rows and a
+    unit diagonal; masked data rows zero kernel columns. O(n m^2).
+    """
+    kp = kernel_params(h)
+    w = mask.astype(X.dtype)
+    wz = z_mask.astype(X.dtype)
+    Kzz = MATERN.k(kp, Z, Z) * wz[:, None] * wz[None, :]
+    Kzz = Kzz + jnp.diag(jnp.where(z_mask, JITTER * jnp.exp(h.log_scale), 1.0))
+    Kzn = MATERN.k(kp, Z, X) * wz[:, None] * w[None, :]
+    tr_knn = jnp.sum(w * MATERN.diag(kp, X))
+    return titsias_bound(Kzz, Kzn, jnp.exp(h.log_noise), tr_knn, y_std * w, jnp.sum(w))
+
+
+def fit(h0: GPHyper, X, y, mask, steps: int, lr, bounds: HyperBounds = HyperBounds(), counts=None, inducing=None):
     """Maximum likelihood by ``steps`` projected Adam steps from the warm start ``h0``.
 
-    ``y`` are raw targets (standardised here). ``steps`` is static; ``lr`` may be traced.
-    Returns ``(h, info)`` with ``info["lml"]`` the log marginal likelihood at ``h``. A NaN step
-    (a failed factorisation) is rejected: the parameters stay where they were.
+    ``y`` are raw targets (standardised here). ``steps`` is static; ``lr`` may be traced. ``inducing``
+    ``(Z (m, d), z_mask (m,))`` fits a sparse GP with those landmarks instead: the objective is Titsias'
+    collapsed bound over every valid row (:func:`collapsed_bound`; ``counts`` is then not supported).
+    Returns ``(h, info)`` with ``info["lml"]`` the objective (log marginal likelihood or bound) at ``h``. A NaN
+    step (a failed factorisation) is rejected: the parameters stay where they were.
     """
+    if inducing is not None and counts is not None:
+        raise ValueError("fit: counts (repeated rows) are not supported with inducing points")
     y_std, _, _ = standardise(y, mask)
     n = jnp.maximum(jnp.sum(mask), 1).astype(y.dtype)
     opt = optax.adam(lr)
 
+    def objective(h):
+        if inducing is None:
+            return log_marginal_likelihood(h, X, y_std, mask, counts)
+        return collapsed_bound(h, X, y_std, mask, *inducing)
+
     def loss(h):
-        return -log_marginal_likelihood(h, X, y_std, mask, counts) / n
+        return -objective(h) / n
 
     def step(carry, _):
         h, s = carry
@@ -186,4 +271,5 @@ def predict(post: ExactPosterior, Xq):
 
 
 __all__ = ["GPHyper", "HyperBounds", "ExactPosterior", "init_hyper", "kernel_params", "project", "standardise",
-           "masked_kernel", "gaussian_log_density", "log_marginal_likelihood", "fit", "posterior", "predict"]
+           "masked_kernel", "gaussian_log_density", "log_marginal_likelihood", "titsias_bound", "collapsed_bound", "fit", "posterior",
+           "predict"]

@@ -271,5 +271,5 @@ def predict(post: ExactPosterior, Xq):
 
 
 __all__ = ["GPHyper", "HyperBounds", "ExactPosterior", "init_hyper", "kernel_params", "project", "standardise",
-           "masked_kernel", "gaussian_log_density", "log_marginal_likelihood", "titsias_bound", "collapsed_bound", "fit", "posterior",
-           "predict"]
+           "masked_kernel", "gaussian_log_density", "log_marginal_likelihood", "titsias_bound", "collapsed_bound",
+           "fit", "posterior", "predict"]

@@ -183,10 +183,11 @@ def test_vmapped_seeds_equal_mapped_seeds(name):
     """Seeds as a vmap axis or a sequential map give the same trajectories up to rounding: batched and single
     small factorisations and matmuls round differently and ten Adam steps of the network per round amplify it,
     10-100x per round for dkl_ucb, so the check stops at T = 14 (8 planned queries). Largest difference of the
-    queries, dkl_ucb, measured on 2026-11-23 (AMD EPYC, 2 cores): T = 14: 2.5e-9 at XLA's default optimisation
-    level, 8.2e-7 at level 0 (the test suite's); T = 16: 5.3e-6 and 2.9e-2 (the test ran to T = 16 before;
-    on the machine of 2026-11-22 it measured 2.3e-5 at level 0). A seed's run alone equals its map run bit for
-    bit (tests/test_checkpoint.py's conformance over BO_ALGORITHMS). Seeds mixed up would differ by O(0.1)."""
+    queries, dkl_ucb, measured on 2026-11-23 (AMD EPYC, 2 cores): first 14 steps: 1.4e-8 at XLA's default
+    optimisation level, 8.2e-7 at level 0 (the test suite's); 16 steps: 5.3e-6 and 2.9e-2 (the test ran to
+    T = 16 before; on the machine of 2026-11-22 it measured 2.3e-5 at level 0). A seed's run alone equals its
+    map run bit for bit (tests/test_checkpoint.py's conformance over BO_ALGORITHMS). Seeds mixed up would
+    differ by O(0.1)."""
     p = make_problem("hartmann6")
     params = {"n0": 6, "n_uniform": 128, "n_local": 32, "acq_steps": 5, "fit_steps": 10, **SMALL_NETS[name]}
     kw = dict(T=14, params=params, progress=False)

@@ -134,7 +134,7 @@ def test_second_call_compiles_nothing_repeats_bit_for_bit_and_is_finite(name):
 
 # The vmapped sparse_gp run (8 landmarks in 6 dimensions) leaves the tolerance and then chooses other points, as
 # on an H100 (README "Determinism"): since its hyperparameters are fitted on every sample (the collapsed bound,
-# 2026-11-23), at step 17 at XLA's default level and at step 10 at level 0 (tests/conftest.py), where the 1e-12
+# 2026-11-23), at step 17 at XLA's default level and at step 10 at level 0 (tests/conftest.py), where the 1e-12 to 1e-9
 # differences before meet a near-tie of UCBs far from the landmarks (there every UCB is nearly the prior's)
 _SPARSE_GP_VMAP = pytest.mark.xfail(strict=True, reason="vmapped sparse_gp meets a near-tie: README 'Determinism'")
 

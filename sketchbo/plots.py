@@ -296,12 +296,24 @@ def regret_panels(axes, problems, results, methods) -> dict:
     handles = {}
     for ax, problem in zip(axes, problems):
         present = {r.algorithm for r in results if r.problem == problem} & set(methods)
-        for algorithm in ordered(present):
-            res = pick(results, problem, algorithm)
-            handles[algorithm] = band(ax, steps(res), cumulative_regret(res), algorithm)
-        ax.set_title(problem, loc="left", fontsize=10)
+        shown = [pick(results, problem, algorithm) for algorithm in ordered(present)]
+        for res in shown:
+            handles[res.algorithm] = band(ax, steps(res), cumulative_regret(res), res.algorithm)
+        ax.set_title(f"{problem} ({seeds_note(shown)})", loc="left", fontsize=10)
         ax.set_ylabel(r"cumulative regret $R_t$")
     return handles
+
+
+def seeds_note(shown) -> str:
+    """The seed counts of the results ``shown`` in one panel: "10 seeds", or the most common count and the
+    exceptions by label ("10 seeds; Standard GP-UCB 3") when they differ."""
+    counts = [r.n_seeds for r in shown]
+    if not counts:
+        return "no runs"
+    common = max(sorted(set(counts)), key=counts.count)
+    others = ", ".join(f"{label(r.algorithm)} {r.n_seeds}" for r in shown if r.n_seeds != common)
+    note = f"{common} seed{'s' if common != 1 else ''}"
+    return f"{note}; {others}" if others else note
 
 
 def regret_rows(results, with_time: bool = False):
@@ -413,7 +425,7 @@ def script_main(main, argv=None) -> None:
 __all__ = [
     "Result", "ResultsError", "LABELS", "COLORS", "load_result", "load_results", "pick", "problems_of",
     "cumulative_regret", "uniform_gap", "regret_ratio", "batch_size", "dict_size", "cumulative_time",
-    "run_time", "mean_std", "thin", "pyplot", "band", "regret_panels", "save_figure", "add_also", "also_results",
-    "methods_figure", "figure_parser",
+    "run_time", "mean_std", "thin", "pyplot", "band", "regret_panels", "seeds_note", "save_figure", "add_also",
+    "also_results", "methods_figure", "figure_parser",
     "script_main",
 ]

@@ -168,6 +168,18 @@ def test_curves_read_back_from_result_files(tmp_path, seed_axis, scale):
     assert plots.run_time(res) == pytest.approx(0.6 * scale)
 
 
+def test_panel_titles_state_the_seed_counts():
+    """Issue 16: a figure with fewer seeds for some methods says so in each panel."""
+    def res(algorithm, n):
+        return plots.Result(Path("."), {"algorithm": algorithm, "problem": "hartmann6", "n_seeds": n}, {})
+
+    assert plots.seeds_note([res("gssbo", 10), res("rssbo", 10)]) == "10 seeds"
+    assert plots.seeds_note([res("std_gp_ucb", 3), res("gssbo", 10), res("rssbo", 10), res("vecchia_bo", 2)]) == (
+        f"10 seeds; {plots.label('std_gp_ucb')} 3, {plots.label('vecchia_bo')} 2")
+    assert plots.seeds_note([res("std_gp_ucb", 1)]) == "1 seed"
+    assert plots.seeds_note([]) == "no runs"
+
+
 def test_missing_or_broken_results_are_clear_errors(tmp_path):
     with pytest.raises(plots.ResultsError, match="does not exist"):
         plots.load_results(tmp_path / "nope")

@@ -305,12 +305,12 @@ def regret_panels(axes, problems, results, methods) -> dict:
 
 
 def seeds_note(shown) -> str:
-    """The seed counts of the results ``shown`` in one panel: "10 seeds", or the most common count and the
-    exceptions by label ("10 seeds; Standard GP-UCB 3") when they differ."""
+    """The seed counts of the results ``shown`` in one panel: "10 seeds", or the most common count (the larger
+    on a tie) and the exceptions by label ("10 seeds; Standard GP-UCB 3") when they differ."""
     counts = [r.n_seeds for r in shown]
     if not counts:
         return "no runs"
-    common = max(sorted(set(counts)), key=counts.count)
+    common = max(set(counts), key=lambda n: (counts.count(n), n))
     others = ", ".join(f"{label(r.algorithm)} {r.n_seeds}" for r in shown if r.n_seeds != common)
     note = f"{common} seed{'s' if common != 1 else ''}"
     return f"{note}; {others}" if others else note

@@ -325,21 +325,20 @@ def regret_rows(results, with_time: bool = False):
                                   squeeze=False)
     handles = {}
     for row, problem in zip(axes, problems):
-        for algorithm in ordered({r.algorithm for r in results if r.problem == problem}):
-            res = pick(results, problem, algorithm)
-            t = steps(res)
+        shown = [pick(results, problem, a) for a in ordered({r.algorithm for r in results if r.problem == problem})]
+        for res in shown:
+            algorithm, t = res.algorithm, steps(res)
             handles[algorithm] = band(row[0], t, cumulative_regret(res), algorithm)
             band(row[1], t, regret_ratio(res), algorithm)
             if with_time:
                 band(row[2], t, cumulative_time(res), algorithm)
         T = max(r.T for r in results if r.problem == problem)
-        seeds = sorted({r.n_seeds for r in results if r.problem == problem})
         row[0].set_ylabel(f"{problem}\ncumulative regret $R_t$")
         row[1].set_ylabel(r"$R_t / R_t^{\mathrm{unif}}$")
         if with_time:
             row[2].set_ylabel("time (s, one seed)")
             row[2].set_yscale("log")
-        row[0].set_title(f"{problem} (T = {T}, {'/'.join(map(str, seeds))} seeds, mean ± std)", loc="left",
+        row[0].set_title(f"{problem} (T = {T}, {seeds_note(shown)}, mean ± std)", loc="left",
                          fontsize=10)
     return fig, handles
 

@@ -182,6 +182,27 @@ def test_panel_titles_state_the_seed_counts():
     assert plots.seeds_note([]) == "no runs"
 
 
+def test_regret_rows_titles_state_the_seed_counts_of_the_curves_drawn(tmp_path):
+    """The BBKB/BKB figures (``regret_rows``) name their seed counts as the GSSBO panels do, counting only the
+    run drawn for each algorithm (``pick``: the most seeds), not every run on disk."""
+    class OneSeed(Fake):
+        algorithm, n_seeds, seeds = "bkb", 1, [0]
+        traces = {key: value[:1] for key, value in Fake.traces.items()}
+        cumulative_regret, regret_ratio = Fake.cumulative_regret[:1], Fake.regret_ratio[:1]
+        n_batches, max_batch_size, max_dict_size = Fake.n_batches[:1], Fake.max_batch_size[:1], Fake.max_dict_size[:1]
+
+    class BBKBOneSeed(OneSeed):
+        algorithm = "bbkb"
+
+    for name, fake in (("bbkb", Fake), ("bbkb1", BBKBOneSeed), ("bkb", OneSeed)):
+        tracking.write_results(tmp_path / name, fake(), {"seed_axis": "map"})
+    fig, handles = plots.regret_rows(plots.load_results(tmp_path))
+    assert sorted(handles) == ["bbkb", "bkb"]
+    title = fig.axes[0].get_title(loc="left")
+    assert title == f"gp_sample (T = 5, 2 seeds; {plots.label('bkb')} 1, mean ± std)", title
+    plots.pyplot().close(fig)
+
+
 def test_missing_or_broken_results_are_clear_errors(tmp_path):
     with pytest.raises(plots.ResultsError, match="does not exist"):
         plots.load_results(tmp_path / "nope")

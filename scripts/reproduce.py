@@ -16,7 +16,10 @@ Python script called with ``--out <result set dir>``. The figure is written to
 ``<figures dir>/<scale>/<figure>.png`` and ``.pdf``. A result set shared by several figures (Fig. 2 reads
 Fig. 1's runs) is computed once. ``reads`` (optional, per scale) names further result sets the plot reads
 (each passed as ``--also <dir>``), so that runs another figure already makes are not run twice (GSSBO
-Fig. 4 at paper scale takes GSSBO at Z = 4, RSSBO and GP-UCB from Fig. 2's runs).
+Fig. 4 at paper scale takes GSSBO at Z = 4, RSSBO and GP-UCB from Fig. 2's runs). A ``reads`` entry may
+select the jobs the plot needs, ``"gssbo_fig2 algorithm=gssbo,rssbo problem=hartmann6"`` (keys ``algorithm``
+and ``problem``, values of the composed job): making only that figure then runs only those jobs of the other
+set, not the whole of it.
 
 Job by job. Every sweep is expanded here into its jobs (Hydra's own basic-sweeper expansion, so the job
 directories are those of the sweep), and each job is its own ``sketchbo-run -m <one value per key>``
@@ -46,7 +49,10 @@ are underestimated when T differs between the timed and the estimated job.
 
 Extra ``key=value`` arguments are passed to every ``sketchbo-run`` command (e.g. ``progress=false``, a
 launcher); ``problem.*`` keys cannot be (the sweeps over problems are composed from the default problem
-first): give the data directory as ``SKETCHBO_DATA_DIR`` instead.
+first): give the data directory as ``SKETCHBO_DATA_DIR`` instead. ``algorithm=`` and ``problem=`` replace the
+values of a selected figure's own runs (``--only gssbo_fig2 problem=powell50`` runs every Fig. 2 method on
+Powell50), but in a result set that the selected figures only read they select among its jobs:
+``--only gssbo_dkl_bnn algorithm=bnn_ucb`` runs BNN-UCB and nothing of Fig. 2, whose methods do not include it.
 """
 from __future__ import annotations
 
@@ -69,6 +75,7 @@ CONFIGS = REPO / "configs"
 SCALES = ("quick", "paper")
 RUN_KINDS = ("sketchbo", "script")
 LABEL_KEYS = ("problem", "algorithm")  # named first in a job's label, by value
+SELECT_KEYS = ("algorithm", "problem")  # keys of a `reads` entry's job selection
 
 
 class SpecError(Exception):
@@ -98,8 +105,12 @@ def load_specs(directory: Path = EXPERIMENTS) -> dict:
                                         f"{{sketchbo: <overrides>}} or {{script: <path> [args]}}")
         reads = spec.get("reads")
         if reads is not None and not (isinstance(reads, dict) and set(reads) <= set(SCALES) and all(
-                isinstance(sets, list) and all(isinstance(x, str) for x in sets) for sets in reads.values())):
+                isinstance(sets, list) and all(isinstance(x, str) and x.split() for x in sets)
+                for sets in reads.values())):
             raise SpecError(f"{where}: 'reads' must map scales {list(SCALES)} to lists of result-set names")
+        for entries in (reads or {}).values():
+            for entry in entries:
+                read_entry(entry, where)
         specs[spec["name"]] = {**spec, "file": str(where)}
     owners = {}
     for spec in specs.values():
@@ -115,11 +126,36 @@ def load_specs(directory: Path = EXPERIMENTS) -> dict:
     return specs
 
 
-def read_sets(spec: dict, scale: str | None = None) -> list[str]:
-    """The further result sets a figure's plot reads at ``scale`` (every scale's when None)."""
+def read_entry(text: str, where: object = "reads") -> tuple[str, dict]:
+    """``(result set, {key: allowed values})`` of a ``reads`` entry ``"<result set> [key=v1,v2 ...]"``."""
+    name, *selectors = text.split()
+    selection = {}
+    for selector in selectors:
+        key, _, values = selector.partition("=")
+        if key not in SELECT_KEYS or not values or key in selection:
+            raise SpecError(f"{where}: reads entry {text!r}: {selector!r} is not a job selection; write "
+                            f"<key>=<value>[,<value>...] with each key once, key one of {list(SELECT_KEYS)}")
+        selection[key] = set(values.split(","))
+    return name, selection
+
+
+def read_entries(spec: dict, scale: str | None = None) -> list[tuple[str, dict]]:
+    """The further result sets a figure's plot reads at ``scale`` (every scale's when None), with the
+    selection of their jobs the plot needs."""
     reads = spec.get("reads") or {}
     scales = SCALES if scale is None else (scale,)
-    return [result_set for s in scales for result_set in reads.get(s) or []]
+    return [read_entry(entry, spec.get("file", "reads")) for s in scales for entry in reads.get(s) or []]
+
+
+def read_sets(spec: dict, scale: str | None = None) -> list[str]:
+    """The names of the further result sets a figure's plot reads at ``scale`` (every scale's when None)."""
+    return [result_set for result_set, _ in read_entries(spec, scale)]
+
+
+def selected(job: "Job", selection: dict) -> bool:
+    """Whether a job's algorithm and problem are among a selection's values (a key not named: any value)."""
+    values = {"algorithm": job.algorithm, "problem": job.problem}
+    return all(values[key] in allowed for key, allowed in selection.items())
 
 
 # ------------------------------------------------------------------------------------------ jobs
@@ -244,25 +280,39 @@ def script_unit(result_set: str, text: str, out: Path) -> Unit:
 
 def run_units(specs: dict, figures: list[str], scale: str, results: Path, extra: list[str],
               seeds: dict | None = None, sweeps: bool = False) -> list[Unit]:
-    """The units of every run the selected figures need, each result set once."""
+    """The units of every run the selected figures need, each result set once.
+
+    A result set that a selected figure writes runs whole, ``extra`` appended to its commands. One that the
+    selected figures only read runs the jobs some ``reads`` entry selects, and ``extra``'s ``algorithm=`` and
+    ``problem=`` select among those instead of replacing their values.
+    """
     from hydra import initialize_config_dir
 
-    needed = []
+    needed = {}  # result set -> the job selections that need it ({} = every job)
     for name in figures:
-        for result_set in [specs[name]["results"], *read_sets(specs[name], scale)]:
-            if result_set not in needed:
-                needed.append(result_set)
+        for result_set, selection in [(specs[name]["results"], {}), *read_entries(specs[name], scale)]:
+            needed.setdefault(result_set, []).append(selection)
+    chosen = {key: set(value.split(",")) for key, value in (o.split("=", 1) for o in extra if "=" in o)
+              if key in SELECT_KEYS}
     units = []
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        for result_set in needed:
+        for result_set, selections in needed.items():
             owner = next(s for s in specs.values() if s["results"] == result_set and s.get("runs") is not None)
             out = results / scale / result_set
+            read_only = {} not in selections
+            passed = [o for o in extra if o.split("=", 1)[0] not in SELECT_KEYS] if read_only else extra
             for entry in owner["runs"][scale] or []:
                 (kind, text), = entry.items()
-                if kind == "sketchbo":
-                    units += sketchbo_units(result_set, text, out, extra, seeds or {}, sweeps)
-                else:
+                if kind == "script":
                     units.append(script_unit(result_set, text, out))
+                    continue
+                entry_units = sketchbo_units(result_set, text, out, passed, seeds or {}, sweeps and not read_only)
+                if read_only:  # the selected jobs, or the whole sweep (--sweeps) when it is all selected
+                    kept = [u for u in entry_units if selected(u.jobs[0], chosen)
+                            and any(selected(u.jobs[0], selection) for selection in selections)]
+                    whole = sweeps and kept and len(kept) == len(entry_units)
+                    entry_units = sketchbo_units(result_set, text, out, passed, seeds or {}, True) if whole else kept
+                units += entry_units
     return units
 
 

@@ -306,11 +306,58 @@ def test_paper_fig4_reads_fig2_runs_instead_of_running_them_again(tmp_path):
     fig4 = [cmd for result_set, _, cmd in jobs if result_set == "gssbo_fig4"]
     assert sorted(arg for cmd in fig4 for arg in cmd if arg.startswith("algorithm.Z=")) == [
         "algorithm.Z=2", "algorithm.Z=6", "algorithm.Z=8"]
-    assert {a for result_set, a, _ in jobs if result_set == "gssbo_fig2"} >= {"gssbo", "rssbo", "std_gp_ucb"}
+    fig2 = {(u.jobs[0].algorithm, u.jobs[0].problem) for u in units if u.jobs[0].directory.parent.name == "gssbo_fig2"}
+    assert fig2 == {("gssbo", "hartmann6"), ("rssbo", "hartmann6"), ("std_gp_ucb", "hartmann6")}  # only what it reads
     (_, cmd), = reproduce.plot_commands(specs, ["gssbo_fig4"], "paper", tmp_path / "r", tmp_path / "f")
     assert cmd[cmd.index("--also") + 1] == str(tmp_path / "r" / "paper" / "gssbo_fig2")
     (_, quick), = reproduce.plot_commands(specs, ["gssbo_fig4"], "quick", tmp_path / "r", tmp_path / "f")
     assert "--also" not in quick  # the quick Fig. 4 runs its own (smaller) settings only
+
+
+def test_a_read_result_set_runs_only_the_jobs_its_readers_select(tmp_path):
+    experiments = tiny_experiments(tmp_path, "algorithm=bbkb,eps_greedy,bkb problem=gp_sample,linear T=20 n_seeds=1")
+    (experiments / "reader.yaml").write_text(
+        f"name: reader\nresults: reader\nplot: {tmp_path / 'noplot.py'}\n"
+        "runs:\n  quick:\n    - sketchbo: algorithm=gp_ucb problem=gp_sample T=20 n_seeds=1\n  paper:\n"
+        "    - sketchbo: algorithm=gp_ucb problem=gp_sample T=20 n_seeds=1\n"
+        "reads:\n  paper: ['tiny algorithm=bbkb,bkb problem=gp_sample', 'tiny algorithm=eps_greedy']\n")
+    specs = reproduce.load_specs(experiments)
+
+    def jobs(figures, extra=(), sweeps=False):
+        units = reproduce.run_units(specs, figures, "paper", tmp_path / "r", list(extra), {}, sweeps)
+        return sorted((u.jobs[0].directory.parent.name, j.algorithm, j.problem) for u in units for j in u.jobs)
+
+    read = [("tiny", "bbkb", "gp_sample"), ("tiny", "bkb", "gp_sample"), ("tiny", "eps_greedy", "linear"),
+            ("tiny", "eps_greedy", "gp_sample")]
+    assert jobs(["reader"]) == sorted([("reader", "gp_ucb", "gp_sample"), *read])  # the union of its selections
+    assert len(jobs(["reader", "tiny"])) == 1 + 6  # a set a selected figure writes runs whole
+    assert jobs(["reader"], ["algorithm=bkb,gp_ucb"]) == [  # replaces the own sweep's values, selects the read set's
+        ("reader", "bkb", "gp_sample"), ("reader", "gp_ucb", "gp_sample"), ("tiny", "bkb", "gp_sample")]
+    assert jobs(["reader"], ["algorithm=bkb"]) == [("reader", "bkb", "gp_sample"), ("tiny", "bkb", "gp_sample")]
+    assert jobs(["reader"], ["problem=linear"]) == [("reader", "gp_ucb", "linear"),
+                                                        ("tiny", "eps_greedy", "linear")]
+    assert jobs(["reader"], sweeps=True) == jobs(["reader"])  # a partly selected sweep runs job by job
+    (_, cmd), = reproduce.plot_commands(specs, ["reader"], "paper", tmp_path / "r", tmp_path / "f")
+    assert cmd[cmd.index("--also") + 1] == str(tmp_path / "r" / "paper" / "tiny")
+    for entry, error in [("tiny algorithm", "not a job selection"), ("tiny T=20", "not a job selection"),
+                         ("tiny algorithm=bbkb algorithm=bkb", "each key once")]:
+        (experiments / "reader.yaml").write_text(f"name: reader\nresults: tiny\nplot: {tmp_path / 'noplot.py'}\n"
+                                                 f"reads: {{paper: ['{entry}']}}\n")
+        with pytest.raises(reproduce.SpecError, match=error):
+            reproduce.load_specs(experiments)
+
+
+def test_paper_reads_run_only_what_the_figures_plot(tmp_path):
+    specs = reproduce.load_specs()
+
+    def fig2_jobs(figure, extra=()):
+        units = reproduce.run_units(specs, [figure], "paper", tmp_path / "r", list(extra))
+        return {(u.jobs[0].algorithm, u.jobs[0].problem) for u in units
+                if u.jobs[0].directory.parent.name == "gssbo_fig2"}
+
+    assert fig2_jobs("gssbo_fig9") == {("gssbo", p) for p in ("levy20", "powell50", "rastrigin100")}
+    assert fig2_jobs("gssbo_dkl_bnn") == {("std_gp_ucb", "hartmann6"), ("gssbo", "hartmann6")}
+    assert fig2_jobs("gssbo_dkl_bnn", ["algorithm=bnn_ucb"]) == set()  # not BNN-UCB on Fig. 2's problems
 
 
 @pytest.mark.parametrize("reads, error", [("[tiny]", "must map scales"), ("{paper: [nowhere]}", "'nowhere'")])

@@ -11,7 +11,7 @@ import pytest
 
 from sketchbo import continuous
 from sketchbo.algorithms.vecchia_bo import (
-    conditioning_sets, maximin_rank, vecchia_log_likelihood, vecchia_predict,
+    _conditionals, conditioning_sets, maximin_rank, vecchia_log_likelihood, vecchia_predict,
 )
 from sketchbo.gp import hyper
 from sketchbo.problems import make_problem
@@ -63,6 +63,32 @@ def test_likelihood_and_prediction_equal_the_exact_gp_when_the_sets_hold_every_e
     mref, vref = hyper.predict(hyper.posterior(h, X, y, valid), Xq)
     np.testing.assert_allclose(mean, mref, rtol=1e-8)
     np.testing.assert_allclose(var, vref, rtol=1e-6, atol=1e-12)
+
+
+def test_likelihood_gradient_in_closed_form_equals_differentiating_through_the_factorisations():
+    """``conditional_log_density``'s closed-form VJP against JAX's derivative of the same conditionals computed
+    through the batched Cholesky factorisation, with masked rows and short (masked) conditioning sets."""
+    X, y, valid = _buffer(n=30, cap=36, d=3, seed=1)
+    h = hyper.GPHyper(jnp.log(jnp.array([0.25, 0.6, 0.9])), jnp.log(1.3), jnp.log(0.02))
+    y_std, _, _ = hyper.standardise(y, valid)
+    Z = X * jnp.exp(-h.log_ls)
+    idx, cmask = conditioning_sets(Z, valid, maximin_rank(Z, valid), 6)
+    assert not bool(jnp.all(cmask[valid]))  # the first rows of the ordering have fewer than 6 earlier samples
+
+    def through_cholesky(h):
+        mean, var = _conditionals(h, X, X[idx], y_std[idx], cmask, jnp.exp(h.log_noise))
+        ll = -0.5 * ((y_std - mean) ** 2 / var + jnp.log(var) + hyper.LOG_2PI)
+        return jnp.sum(jnp.where(valid, ll, 0.0))
+
+    def closed_form(h):
+        return vecchia_log_likelihood(h, X, y_std, valid, idx, cmask)
+
+    assert float(closed_form(h)) == pytest.approx(float(through_cholesky(h)), rel=1e-12)
+    for got, ref in zip(jax.tree.leaves(jax.jit(jax.grad(closed_form))(h)), jax.tree.leaves(jax.grad(through_cholesky)(h))):
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
+    step = 1e-6  # and against central differences in the noise
+    fd = (closed_form(h._replace(log_noise=h.log_noise + step)) - closed_form(h._replace(log_noise=h.log_noise - step)))
+    assert float(jax.grad(closed_form)(h).log_noise) == pytest.approx(float(fd) / (2 * step), rel=1e-6)
 
 
 @pytest.mark.extended

@@ -6,7 +6,7 @@ import pytest
 
 from sketchbo.gp import exact, nystrom
 from sketchbo.kernels import get_kernel, kernel_params
-from sketchbo.linalg import psd_inv_sqrt, spd_inverse, upper_triangular_inverse
+from sketchbo.linalg import psd_inv_sqrt, spd_inverse, upper_triangular_gram, upper_triangular_inverse
 
 RBF = get_kernel("rbf")
 
@@ -235,3 +235,7 @@ def test_blocked_triangular_and_spd_inverses_match_numpy(n):
     Ai = np.asarray(jax.jit(spd_inverse)(jnp.asarray(L)))
     ref = np.linalg.inv(A)
     np.testing.assert_allclose(Ai, ref, rtol=1e-8, atol=1e-10 * np.abs(ref).max())
+    assert np.array_equal(Ai, Ai.T)  # the blocked Gram's off-diagonal blocks are one product and its transpose
+    X = np.triu(rng.normal(size=(n, n)))
+    np.testing.assert_allclose(np.asarray(jax.jit(upper_triangular_gram)(jnp.asarray(X))), X @ X.T,
+                               rtol=1e-12, atol=1e-12 * n)

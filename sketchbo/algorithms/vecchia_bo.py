@@ -81,8 +81,8 @@ def nearest(sqdist, allowed, m: int):
     ``sqdist`` may come from the one-GEMM form (``kernels.sq_dist``): its rounding only reorders near-ties.
     Ranked in float32 whatever the dtype: XLA lowers a float64 ``top_k`` to a full sort of each row
     (q = 2560 candidates against n = 1000 samples: 762 ms against 51 ms for float32 on one core of this 2-core
-    CPU, shared with another job), and
-    a neighbour set need not break near-ties (relative gaps below float32's 6e-8) as float64 would."""
+    CPU, shared with another job), and a neighbour set need not break near-ties (relative gaps below
+    float32's 6e-8) as float64 would."""
     score = jnp.where(allowed, -sqdist.astype(jnp.float32), -jnp.inf)
     vals, idx = jax.lax.top_k(score, m)
     return idx.astype(jnp.int32), jnp.isfinite(vals)

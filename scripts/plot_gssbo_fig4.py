@@ -1,7 +1,8 @@
 """GSSBO Fig. 4: sensitivity of GSSBO to the dynamic-buffer factor Z (or a fixed M): cumulative regret.
 
 One panel per problem: GSSBO at every Z / M found (one line each, labelled with Z and the subset size M it
-gave), and RSSBO and Standard GP-UCB when present, mean ± std over seeds (Wei et al. 2025, §6.1). Reads the
+gave), and RSSBO and Standard GP-UCB when present, mean ± std over seeds (Wei et al. 2025, §6.1); the panel title gives
+the seed counts. Reads the
 runs of ``experiments/gssbo_fig4.yaml`` and, with ``--also``, further result sets (at paper scale Fig. 2's,
 which hold GSSBO at its default Z = 4 and the references), and writes ``gssbo_fig4.png`` and ``.pdf``::
 
@@ -53,6 +54,7 @@ def main(argv=None):
     cmap = plt.get_cmap("Reds")
     for ax, problem in zip(axes[0], problems):
         runs = sorted(gssbo_settings(results, problem).values(), key=setting)
+        shown = list(runs)
         for i, res in enumerate(runs):
             z, m = setting(res)
             name = f"GSSBO Z={z:g} (M={m})" if z == z else f"GSSBO M={m}"
@@ -64,11 +66,12 @@ def main(argv=None):
         for algorithm in REFERENCES:
             res = plots.pick(results, problem, algorithm)
             if res is not None:
+                shown.append(res)
                 h = plots.band(ax, plots.steps(res), plots.cumulative_regret(res), algorithm, ls="--")
                 if plots.label(algorithm) not in labels:
                     handles.append(h)
                     labels.append(plots.label(algorithm))
-        ax.set_title(problem, loc="left", fontsize=10)
+        ax.set_title(f"{problem} ({plots.seeds_note(shown)})", loc="left", fontsize=10)
         ax.set_ylabel(r"cumulative regret $R_t$")
         ax.set_xlabel("t")
         ax.grid(alpha=0.3)

@@ -7,6 +7,7 @@
     scripts/reproduce.sh paper --sweeps hydra/launcher=slurm hydra.launcher.partition=cpu   # whole sweeps, a launcher
     scripts/reproduce.sh quick --plots-only         # redraw from the results on disk
     scripts/reproduce.sh paper --dry-run            # the plan: what is complete, what would run, the estimate
+    scripts/reproduce.sh paper --only gssbo_fig2 --seeds 50 --export jobs.json   # for a machine without Hydra
 
 Each ``experiments/<figure>.yaml`` names its result set (``results``), its plot script (``plot``) and,
 per scale, the commands writing the result set (``runs``): ``sketchbo: <overrides>`` is a
@@ -46,6 +47,11 @@ wall time of their process, start-up and compilation included) and those already
 the sum of the estimates of this job and those after it; jobs nothing is known about yet are counted
 apart (``ETA >= 12 min, 2 jobs not timed yet``). Costs that grow faster than linearly in T (exact GP-UCB)
 are underestimated when T differs between the timed and the estimated job.
+
+Machines without Hydra (the accelerators). ``--export FILE`` writes the pending ``sketchbo`` jobs, with their
+resolved configs and their directories relative to the results root, instead of running them;
+``scripts/run_jobs.py FILE --results <root>`` runs them there with the code ``sketchbo-run`` runs after
+composition (``sketchbo.jobs``). Copied back into the results root, they count as complete here.
 
 Extra ``key=value`` arguments are passed to every ``sketchbo-run`` command (e.g. ``progress=false``, a
 launcher); ``problem.*`` keys cannot be (the sweeps over problems are composed from the default problem
@@ -453,6 +459,9 @@ def parse_args(argv=None):
                         help="draw the figures from the results on disk, run nothing")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the plan (complete jobs, commands to run, the estimate) without running")
+    parser.add_argument("--export", type=Path, metavar="FILE",
+                        help="write the pending sketchbo jobs (resolved configs, directories relative to --results) "
+                             "to FILE for scripts/run_jobs.py on a machine without Hydra, and run nothing")
     args, rest = parser.parse_known_args(argv)
     if args.only:  # `--only FIG ... key=value`: the overrides after the figure names are overrides
         rest += [a for a in args.only if "=" in a]
@@ -462,6 +471,8 @@ def parse_args(argv=None):
         parser.error(f"unrecognized arguments: {' '.join(bad)} (extra sketchbo-run overrides look like key=value)")
     args.overrides = rest
     args.seeds = parse_seeds(parser, args.seeds)
+    if args.export and (args.plots_only or args.sweeps):
+        parser.error("--export writes the pending jobs one by one: not with --plots-only or --sweeps")
     return parser, args
 
 
@@ -483,6 +494,29 @@ def report_complete(complete: list[Unit], prefix: str = "") -> None:
         for job in unit.jobs:
             for directory, _ in job.results:
                 print(f"{prefix}skipping: complete results in {directory}", flush=True)
+
+
+def export_jobs(path: Path, pending: list[Unit], results: Path, scale: str) -> None:
+    """Write the pending sketchbo jobs' results to run (``scripts/run_jobs.py``) as JSON at ``path``: label,
+    directory relative to ``results``, resolved config and ``config.yaml`` text of each; say what is left out
+    (script entries and grids: run them here)."""
+    cli, tracking = sketchbo_import()
+    jobs, left_out = [], []
+    for unit in pending:
+        for job in unit.jobs:
+            if job.kind != "sketchbo" or not job.results:
+                left_out.append(unit.label)
+                continue
+            for directory, config in job.results:
+                jobs.append({"label": unit.label if len(job.results) == 1 else f"{unit.label} {config['algorithm']['name']}",
+                             "dir": directory.relative_to(results).as_posix(), "config": config,
+                             "config_text": cli.config_text(config)})
+    tracking.atomic_write_json(path, {"what": f"scripts/run_jobs.py {path.name} --results <root>: "
+                                              "the jobs' results go to <root>/<dir>", "scale": scale, "jobs": jobs})
+    print(f"exported {len(jobs)} job(s) to {path}; run them with: PYTHONPATH=. python scripts/run_jobs.py {path} "
+          "--results <root>, then copy <root>/* into the results root here", flush=True)
+    for label in left_out:
+        print(f"not exported (a script or a grid: run it here): {label}", flush=True)
 
 
 def run_all(pending: list[Unit], done: int, estimator: Estimator, env: dict) -> list[tuple[str, float]]:
@@ -520,6 +554,10 @@ def main(argv=None) -> None:
     plots = plot_commands(specs, figures, args.scale, results, out)
     estimator = Estimator()
     complete, pending = split_complete(units, estimator)
+    if args.export:
+        report_complete(complete, "# ")
+        export_jobs(args.export, pending, results, args.scale)
+        return
     if args.dry_run:
         report_complete(complete, "# ")
         for i, unit in enumerate(pending):

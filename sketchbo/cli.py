@@ -27,7 +27,8 @@ does not count for resuming complete results and does not name multirun job dire
 
 Bad input (a ValueError, a missing data file, a failed W&B start) prints
 ``sketchbo-run: error: <message>`` to stderr and exits with status 2. This is the only module that
-imports hydra or omegaconf.
+imports hydra or omegaconf; what runs after composition is ``sketchbo.jobs`` (Hydra-free, also used by
+``scripts/run_jobs.py`` on machines without Hydra).
 """
 from __future__ import annotations
 
@@ -41,25 +42,21 @@ from pathlib import Path
 
 import hydra
 import jax
-import numpy as np
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from sketchbo import continuous, tracking
+from sketchbo import continuous, jobs, tracking
 from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS
-from sketchbo.problems import CONTINUOUS_PROBLEMS, ContinuousProblem, make_problem
-from sketchbo.runner import enable_compilation_cache, grid_points, resolve_hyperparameters, run, run_grid
+from sketchbo.jobs import RUNTIME_KEYS, completed, hyperparameters, remove_checkpoint
+from sketchbo.problems import CONTINUOUS_PROBLEMS
+from sketchbo.runner import enable_compilation_cache, grid_points, resolve_hyperparameters, run_grid
 
 PROG = "sketchbo-run"
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 COMPARE = "compare"
 COMPARE_KEYS = ("name", "members")  # compare.yaml keys that are not shared parameter overrides
 USER_ERRORS = (ValueError, OSError, tracking.LoggingError)  # bad parameters, missing data files, W&B failures
-# Config keys that do not change a result: a stored result whose config differs only here is complete.
-RUNTIME_KEYS = ("progress", "logger", "problem.data_dir", "problem.download", "compile_cache", "devices",
-                "checkpoint_every")
-CHECKPOINT_FILE = "checkpoint.npz"  # a job's checkpoint inside its run directory (grid runs: grid/)
 BOX_PROBLEMS = {*CONTINUOUS_PROBLEMS, "diabetes"}  # problems of the continuous algorithms (BO_ALGORITHMS)
 INT_KEYS = ("T", "n_seeds", "seed", "devices", "checkpoint_every")  # top-level keys that take whole numbers
 HYDRA_FILES = {".hydra", "sketchbo.log"}  # what Hydra writes into a run directory before the task starts
@@ -104,27 +101,13 @@ def algorithm_configs(cfg: DictConfig) -> list[dict]:
 
 
 def build_problem(cfg: DictConfig):
-    """The problem of ``cfg.problem``: ``make_problem(name, **other keys)``; a rejected key is named with its
-    ``problem.`` prefix, as it is written on the command line."""
-    kwargs = OmegaConf.to_container(cfg.problem, resolve=True)
-    try:
-        return make_problem(kwargs.pop("name"), **kwargs)
-    except ValueError as err:
-        message = str(err)
-        if any(message.startswith(f"{key}=") for key in kwargs):
-            raise ValueError(f"problem.{message}") from None
-        raise
+    """The problem of ``cfg.problem`` (``jobs.build_problem``)."""
+    return jobs.build_problem(OmegaConf.to_container(cfg.problem, resolve=True))
 
 
-def kernel_override(cfg: DictConfig) -> dict | None:
-    """``None`` (the problem's kernel) when ``kernel.name`` is null, else the kernel dict."""
-    kernel = OmegaConf.to_container(cfg.kernel, resolve=True)
-    return None if kernel.get("name") is None else kernel
-
-
-def hyperparameters(algo: dict) -> dict:
-    """The runner's ``params`` of an algorithm config: every key but ``name``."""
-    return {k: v for k, v in algo.items() if k != "name"}
+def config_text(config: dict) -> str:
+    """The resolved config as the YAML of ``config.yaml``."""
+    return OmegaConf.to_yaml(OmegaConf.create(config))
 
 
 def check_hyperparameters(algos: list[dict], T) -> None:
@@ -184,76 +167,6 @@ def job_config(cfg: DictConfig, algo: dict) -> dict:
     return OmegaConf.to_container(job, resolve=True)
 
 
-def uniform_gap(problem) -> float:
-    """f* - mean f: the expected instant regret of uniform arm choice (R_t^unif = t · gap)."""
-    f = np.asarray(problem.f, dtype=np.float64)
-    return float(f.max() - f.mean())
-
-
-def checkpoint_args(cfg: DictConfig, directory: Path) -> dict:
-    """``runner.run``'s checkpoint arguments: ``<directory>/checkpoint.npz`` every ``checkpoint_every`` rounds."""
-    every = cfg.get("checkpoint_every")
-    if every is None:
-        return {"checkpoint": None, "checkpoint_every": None}
-    return {"checkpoint": directory / CHECKPOINT_FILE, "checkpoint_every": every}
-
-
-def remove_checkpoint(directory: Path) -> None:
-    """Delete a job's checkpoint and any temporary file that a write killed half-way left beside it."""
-    (directory / CHECKPOINT_FILE).unlink(missing_ok=True)
-    if directory.is_dir():
-        tracking.remove_temporaries(directory)
-
-
-def run_algorithm(algo: dict, problem, cfg: DictConfig, run_dir: Path, config: dict | None = None) -> dict:
-    """Run one algorithm config, write its result files into ``run_dir``, return its summary.
-
-    Files: ``config.yaml`` (resolved), ``traces.npz``, W&B runs when ``logger=wandb``, and
-    ``summary.json`` last, whose presence marks the result complete; then the checkpoint is deleted.
-    """
-    config = job_config(cfg, algo) if config is None else config
-    if algo["name"] in BO_ALGORITHMS or isinstance(problem, ContinuousProblem):
-        return run_continuous(algo, problem, cfg, run_dir, config)
-    result = run(
-        algo["name"], problem, T=cfg.T, n_seeds=cfg.n_seeds, seed=cfg.seed, params=hyperparameters(algo),
-        kernel=kernel_override(cfg), dtype=cfg.dtype, seed_axis=cfg.seed_axis, progress=cfg.progress,
-        devices=cfg.get("devices"), **checkpoint_args(cfg, run_dir),
-    )
-    summary = tracking.write_results(run_dir, result, config, uniform_gap=uniform_gap(problem),
-                                     config_text=OmegaConf.to_yaml(OmegaConf.create(config)))
-    remove_checkpoint(run_dir)
-    return summary
-
-
-def run_continuous(algo: dict, problem, cfg: DictConfig, run_dir: Path, config: dict) -> dict:
-    """``run_algorithm`` for continuous domains (``sketchbo.continuous.run``; no kernel override: the
-    Matérn-5/2 ARD kernel is fitted). The regret ratio's gap is E_u f - f_min."""
-    if algo["name"] not in BO_ALGORITHMS:
-        raise ValueError(f"problem {problem.name!r} is a continuous domain; algorithm={algo['name']!r} runs on "
-                         f"finite arm sets. Continuous algorithms: {sorted(BO_ALGORITHMS)}")
-    if kernel_override(cfg) is not None:
-        raise ValueError(f"kernel.name={cfg.kernel.name!r}: continuous-domain algorithms fit their own "
-                         "Matérn-5/2 ARD kernel; use kernel=problem_default")
-    result = continuous.run(algo["name"], problem, T=cfg.T, n_seeds=cfg.n_seeds, seed=cfg.seed,
-                            params=hyperparameters(algo), dtype=cfg.dtype, seed_axis=cfg.seed_axis,
-                            progress=cfg.progress, **checkpoint_args(cfg, run_dir))
-    gap = result.hyperparameters["uniform_mean"] - problem.f_min
-    summary = tracking.write_results(run_dir, result, config, uniform_gap=gap,
-                                     config_text=OmegaConf.to_yaml(OmegaConf.create(config)))
-    remove_checkpoint(run_dir)
-    return summary
-
-
-def completed(run_dir: Path, config: dict) -> dict | None:
-    """The stored summary when ``run_dir`` holds the complete result of ``config`` (then it says so)."""
-    summary, why = tracking.load_complete(run_dir, config, ignore=RUNTIME_KEYS)
-    if summary is not None:
-        print(f"skipping: complete results in {run_dir}", flush=True)
-    elif why:
-        print(f"recomputing {run_dir}: {why}", flush=True)
-    return summary
-
-
 def write_comparison(run_dir: Path, cfg: DictConfig, algos: list[dict], summaries: list[dict]) -> None:
     """Write ``comparison.json`` unless an identical one is already there."""
     comparison = tracking.to_jsonable({
@@ -301,15 +214,16 @@ def execute_grid(cfg: DictConfig, run_dir: Path, grid: dict) -> list[dict]:
     if all(d is not None for d in done):
         return [{**d, "label": f"{algo['name']} {point_dirname(pt)}"} for d, pt in zip(done, points)]
     problem = build_problem(cfg)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
     results = run_grid(algo["name"], problem, T=cfg.T, grid=grid, n_seeds=cfg.n_seeds, seed=cfg.seed,
-                       params=hyperparameters(algo), kernel=kernel_override(cfg), dtype=cfg.dtype,
+                       params=hyperparameters(algo), kernel=jobs.kernel_override(resolved), dtype=cfg.dtype,
                        seed_axis=cfg.seed_axis, progress=cfg.progress,
-                       devices=cfg.get("devices"), **checkpoint_args(cfg, run_dir / "grid"))
+                       devices=cfg.get("devices"), **jobs.checkpoint_args(resolved, run_dir / "grid"))
     summaries = []
     for (pt, result), out, config, summary in zip(results, outs, configs, done):
         if summary is None:  # finished points are kept as they are
-            summary = tracking.write_results(out, result, config, uniform_gap=uniform_gap(problem),
-                                             config_text=OmegaConf.to_yaml(OmegaConf.create(config)))
+            summary = tracking.write_results(out, result, config, uniform_gap=jobs.uniform_gap(problem),
+                                             config_text=config_text(config))
         summaries.append({**summary, "label": f"{algo['name']} {point_dirname(pt)}"})
     remove_checkpoint(run_dir / "grid")
     return summaries
@@ -338,7 +252,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> list[dict]:
         summary = completed(out, config)
         if summary is None:
             problem = build_problem(cfg) if problem is None else problem
-            summary = run_algorithm(algo, problem, cfg, out, config)
+            summary = jobs.run_job(config, out, problem, config_text(config))
         else:  # killed after its results were written: the checkpoint is of no further use
             remove_checkpoint(out)
         summaries.append(summary)

@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -434,6 +435,60 @@ def test_second_invocation_skips_the_finished_job_without_starting_it(tmp_path):
     assert f"skipping: complete results in {job_dir}" in again.stdout
     assert "1 of 1 jobs complete, 0 to run" in again.stdout
     assert again.stdout.count("$ ") == 1 and " -m sketchbo " not in again.stdout  # only the plot ran
+
+
+HIDE_HYDRA = ("import runpy, sys; sys.modules['hydra'] = sys.modules['omegaconf'] = None; "
+              "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+
+
+def test_exported_jobs_run_without_hydra_into_the_results_of_sketchbo_run(tmp_path):
+    """``reproduce.py --export``, then ``scripts/run_jobs.py`` in a process that cannot import Hydra (the
+    accelerator machines): the files are sketchbo-run's (traces bit for bit) and reproduce.py counts them
+    complete; a second call runs nothing."""
+    experiments = tiny_experiments(tmp_path, "algorithm=eps_greedy problem=gp_sample T=10,12 n_seeds=1")
+    common = ["quick", "--experiments", experiments, "--figures", tmp_path / "f", "progress=false"]
+    cli_run = run_script(SCRIPTS / "reproduce.py", *common, "--results", tmp_path / "cli", "T=10")
+    assert cli_run.returncode == 0, cli_run.stderr[-2000:]
+    export = tmp_path / "jobs.json"
+    exported = run_script(SCRIPTS / "reproduce.py", *common, "--results", tmp_path / "dev", "--export", export)
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    assert " -m sketchbo " not in exported.stdout and not (tmp_path / "dev").exists()  # nothing ran
+    jobs = json.loads(export.read_text())["jobs"]
+    names = ["quick/tiny/T=10,algorithm=eps_greedy,n_seeds=1,problem=gp_sample",
+             "quick/tiny/T=12,algorithm=eps_greedy,n_seeds=1,problem=gp_sample"]
+    assert [j["dir"] for j in jobs] == names and jobs[0]["config"]["T"] == 10
+    device = tmp_path / "device"
+    ran = run_script("-c", HIDE_HYDRA, SCRIPTS / "run_jobs.py", export, "--results", tmp_path / "there",
+                     "--archive", tmp_path / "out" / "results.tar.gz")
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    assert "2 job(s) run, 0 complete before" in ran.stdout
+    with tarfile.open(tmp_path / "out" / "results.tar.gz") as tar:  # what comes back from the machine
+        assert {names[0] + "/summary.json", names[1] + "/traces.npz"} <= set(tar.getnames())
+        tar.extractall(device, filter="data")
+    with np.load(tmp_path / "cli" / names[0] / "traces.npz") as a, np.load(device / names[0] / "traces.npz") as b:
+        assert sorted(a.files) == sorted(b.files)
+        for key in ("query", "reward", "instant_regret", "batch_index"):
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert (device / names[0] / "config.yaml").read_text() == (tmp_path / "cli" / names[0] / "config.yaml").read_text()
+    again = run_script("-c", HIDE_HYDRA, SCRIPTS / "run_jobs.py", export, "--results", device)
+    assert "0 job(s) run, 2 complete before" in again.stdout
+    plan = run_script(SCRIPTS / "reproduce.py", *common, "--results", device, "--dry-run")
+    assert plan.stdout.count("# skipping: complete results in") == 2 and " -m sketchbo " not in plan.stdout
+
+
+def test_run_jobs_rejects_bad_export_files_and_stops_starting_jobs_when_told(tmp_path, capsys):
+    run_jobs = load_module(SCRIPTS / "run_jobs.py")
+    job = {"dir": "quick/tiny/a", "config": {"dtype": "float64"}}
+    for content, error in [("{", "cannot read the jobs"), ('{"jobs": [{"dir": 1}]}', "has no 'dir'"),
+                           (json.dumps({"jobs": [{**job, "dir": "/abs"}]}), "relative to the results root"),
+                           (json.dumps({"jobs": [job, {**job, "config": {"dtype": "float32"}}]}), "mixes dtypes")]:
+        (tmp_path / "bad.json").write_text(content)
+        with pytest.raises(SystemExit) as exit_:
+            run_jobs.main([str(tmp_path / "bad.json")])
+        assert exit_.value.code == 2 and error in capsys.readouterr().err
+    (tmp_path / "one.json").write_text(json.dumps({"jobs": [job]}))
+    assert run_jobs.main([str(tmp_path / "one.json"), "--results", str(tmp_path / "r"), "--stop-after", "0"]) == 0
+    assert "1 job(s) not started" in capsys.readouterr().out and not (tmp_path / "r").exists()
 
 
 # -------------------------------------------------------------------------------- plots on tiny runs

@@ -1,0 +1,130 @@
+"""Run the jobs that ``scripts/reproduce.py --export`` wrote, without Hydra (a machine with JAX only).
+
+The accelerator machines have JAX, optax and chex but not Hydra, so ``sketchbo-run`` cannot start there.
+``reproduce.py --export FILE`` composes the pending jobs of the selected figures here (their resolved
+configs, result directories relative to the results root and ``config.yaml`` texts); this script runs each
+with ``sketchbo.jobs.run_job``, the code ``sketchbo-run`` runs after composition, and writes the same files.
+Copied into the results root here, they are complete results for ``reproduce.py`` and the plot scripts::
+
+    python scripts/reproduce.py paper --only gssbo_fig2 --seeds 50 --export .device/jobs.json problem=hartmann6
+    # there (.device/ git-ignored and carried), results in one archive: job directories have '=' and ',' in
+    # their names, which a machine's file transfer may refuse
+    PYTHONPATH=. python scripts/run_jobs.py .device/jobs.json --results /tmp/r --stop-after 480 \
+        --archive "$OUT/results.tar.gz"
+    tar -xzf results.tar.gz -C results/                                                      # here
+
+Complete jobs under ``--results`` are skipped. ``--archive`` is rewritten after every finished job (and at
+the end) with the jobs' directories as they are (checkpoints included), so extracting an archive brought
+back into ``--results`` before the next call continues where the last call stopped; a job killed half-way
+resumes from its last archived checkpoint (``checkpoint_every`` rounds). ``--stop-after S`` starts no job
+once S seconds have passed (a running job continues), for machines lent with a time limit.
+Bad input (a missing or malformed file, jobs of different dtypes) exits with status 2 and one line on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+PROG = "run_jobs.py"
+
+
+def fail(message: str) -> None:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def load_jobs(path: Path) -> list[dict]:
+    """The ``jobs`` of an export file; SystemExit(2) naming what is wrong."""
+    try:
+        jobs = json.loads(path.read_text(encoding="utf-8"))["jobs"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        fail(f"cannot read the jobs of {str(path)!r} ({type(err).__name__}: {err}); "
+             "write it with scripts/reproduce.py --export")
+    for i, job in enumerate(jobs):
+        if not isinstance(job, dict) or not isinstance(job.get("dir"), str) or not isinstance(job.get("config"), dict):
+            fail(f"{str(path)!r}: job {i} has no 'dir' (str) and 'config' (dict)")
+        if Path(job["dir"]).is_absolute() or ".." in Path(job["dir"]).parts:
+            fail(f"{str(path)!r}: job {i} has dir={job['dir']!r}; it must be relative to the results root")
+    dtypes = sorted({str(job["config"].get("dtype")) for job in jobs})
+    if len(dtypes) > 1:
+        fail(f"{str(path)!r} mixes dtypes {dtypes}; export the jobs of each dtype to their own file")
+    return jobs
+
+
+def write_archive(path: Path, results: Path, jobs: list[dict]) -> None:
+    """A gzipped tar of the jobs' directories that exist under ``results``, named by their ``dir``; written
+    to a temporary file beside ``path`` and renamed (never half-written)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tarfile.open(tmp, "w:gz") as tar:
+        for job in jobs:
+            if (results / job["dir"]).is_dir():
+                tar.add(results / job["dir"], arcname=job["dir"])
+    os.replace(tmp, path)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser.add_argument("file", type=Path, help="the JSON written by scripts/reproduce.py --export")
+    parser.add_argument("--results", type=Path, default=REPO / "results",
+                        help="results root: job i goes to <results>/<its dir> (default: results/ in the repository)")
+    parser.add_argument("--stop-after", type=float, default=None, metavar="S",
+                        help="start no job once S seconds have passed (a running job continues)")
+    parser.add_argument("--archive", type=Path, default=None, metavar="FILE",
+                        help="also write the jobs' directories to this .tar.gz after every finished job")
+    args = parser.parse_args(argv)
+    if args.stop_after is not None and not args.stop_after >= 0:
+        parser.error(f"--stop-after {args.stop_after}: give a number of seconds >= 0")
+    jobs = load_jobs(args.file)
+
+    import jax
+
+    if jobs and jobs[0]["config"].get("dtype") == "float64":
+        jax.config.update("jax_enable_x64", True)
+    from sketchbo import jobs as job_runner
+    from sketchbo.runner import enable_compilation_cache
+
+    cache = next((job["config"].get("compile_cache") for job in jobs if job["config"].get("compile_cache")), None)
+    if cache:
+        enable_compilation_cache(Path(os.path.expanduser(str(cache))))
+    t0 = time.perf_counter()
+    ran = skipped = 0
+    for i, job in enumerate(jobs):
+        directory = args.results / job["dir"]
+        label = job.get("label", job["dir"])
+        if job_runner.completed(directory, job["config"]) is not None:
+            skipped += 1
+            continue
+        elapsed = time.perf_counter() - t0
+        if args.stop_after is not None and elapsed >= args.stop_after:
+            print(f"stopping after {elapsed:.0f} s (--stop-after {args.stop_after:g}): "
+                  f"{len(jobs) - i} job(s) not started", flush=True)
+            break
+        print(f"[{i + 1}/{len(jobs)}] {label} -> {directory}", flush=True)
+        start = time.perf_counter()
+        try:
+            job_runner.run_job(job["config"], directory, config_text=job.get("config_text"))
+        except (ValueError, OSError) as err:
+            fail(f"{label}: {err}")
+        ran += 1
+        print(f"[{i + 1}/{len(jobs)}] done in {time.perf_counter() - start:.0f} s", flush=True)
+        if args.archive:
+            write_archive(args.archive, args.results, jobs)
+    if args.archive:
+        write_archive(args.archive, args.results, jobs)
+    print(f"{ran} job(s) run, {skipped} complete before, {len(jobs)} in {args.file} "
+          f"({time.perf_counter() - t0:.0f} s; {jax.devices()[0].platform})", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""One job of a resolved config, run without Hydra: the half of ``sketchbo-run`` after composition.
+
+``sketchbo.cli`` composes a config with Hydra, then calls :func:`run_job` with the resolved config of each
+algorithm (a plain dict: ``cli.job_config``). ``scripts/run_jobs.py`` calls the same function on configs
+composed elsewhere (``scripts/reproduce.py --export``), on machines that have JAX but not Hydra (the
+accelerator machines): their results are the files ``sketchbo-run`` writes, complete for the same config.
+
+Files of a job: ``config.yaml`` (when ``config_text`` is given), ``traces.npz``, W&B runs when the config's
+logger is ``wandb``, and ``summary.json`` last, whose presence marks the result complete; then the
+checkpoint (``checkpoint_every`` rounds, ``<run_dir>/checkpoint.npz``) is deleted.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from sketchbo import continuous, tracking
+from sketchbo.algorithms import BO_ALGORITHMS
+from sketchbo.problems import ContinuousProblem, make_problem
+from sketchbo.runner import run
+
+# Config keys that do not change a result: a stored result whose config differs only here is complete.
+RUNTIME_KEYS = ("progress", "logger", "problem.data_dir", "problem.download", "compile_cache", "devices",
+                "checkpoint_every")
+CHECKPOINT_FILE = "checkpoint.npz"  # a job's checkpoint inside its run directory (grid runs: grid/)
+
+
+def build_problem(problem: dict):
+    """The problem of a config's ``problem`` section: ``make_problem(name, **other keys)``; a rejected key is
+    named with its ``problem.`` prefix, as it is written on the command line."""
+    kwargs = dict(problem)
+    try:
+        return make_problem(kwargs.pop("name"), **kwargs)
+    except ValueError as err:
+        message = str(err)
+        if any(message.startswith(f"{key}=") for key in kwargs):
+            raise ValueError(f"problem.{message}") from None
+        raise
+
+
+def kernel_override(config: dict) -> dict | None:
+    """``None`` (the problem's kernel) when ``kernel.name`` is null, else the kernel dict."""
+    kernel = config.get("kernel") or {}
+    return None if kernel.get("name") is None else dict(kernel)
+
+
+def hyperparameters(algo: dict) -> dict:
+    """The runner's ``params`` of an algorithm config: every key but ``name``."""
+    return {k: v for k, v in algo.items() if k != "name"}
+
+
+def uniform_gap(problem) -> float:
+    """f* - mean f: the expected instant regret of uniform arm choice (R_t^unif = t · gap)."""
+    f = np.asarray(problem.f, dtype=np.float64)
+    return float(f.max() - f.mean())
+
+
+def checkpoint_args(config: dict, directory: Path) -> dict:
+    """The runners' checkpoint arguments: ``<directory>/checkpoint.npz`` every ``checkpoint_every`` rounds."""
+    every = config.get("checkpoint_every")
+    if every is None:
+        return {"checkpoint": None, "checkpoint_every": None}
+    return {"checkpoint": Path(directory) / CHECKPOINT_FILE, "checkpoint_every": every}
+
+
+def remove_checkpoint(directory: Path) -> None:
+    """Delete a job's checkpoint and any temporary file that a write killed half-way left beside it."""
+    directory = Path(directory)
+    (directory / CHECKPOINT_FILE).unlink(missing_ok=True)
+    if directory.is_dir():
+        tracking.remove_temporaries(directory)
+
+
+def completed(run_dir: Path, config: dict) -> dict | None:
+    """The stored summary when ``run_dir`` holds the complete result of ``config`` (then it says so)."""
+    summary, why = tracking.load_complete(run_dir, config, ignore=RUNTIME_KEYS)
+    if summary is not None:
+        print(f"skipping: complete results in {run_dir}", flush=True)
+    elif why:
+        print(f"recomputing {run_dir}: {why}", flush=True)
+    return summary
+
+
+def run_job(config: dict, run_dir: Path, problem=None, config_text: str | None = None) -> dict:
+    """Run the resolved config of one algorithm (``config["algorithm"]`` one algorithm's config), write its
+    result files into ``run_dir`` and return its summary. ``problem``: the built problem (default: built from
+    ``config["problem"]``)."""
+    run_dir = Path(run_dir)
+    algo = config["algorithm"]
+    problem = build_problem(config["problem"]) if problem is None else problem
+    common = dict(T=config["T"], n_seeds=config["n_seeds"], seed=config["seed"], params=hyperparameters(algo),
+                  dtype=config["dtype"], seed_axis=config["seed_axis"], progress=config["progress"],
+                  **checkpoint_args(config, run_dir))
+    if algo["name"] in BO_ALGORITHMS or isinstance(problem, ContinuousProblem):
+        _check_continuous(algo["name"], problem, config)
+        result = continuous.run(algo["name"], problem, **common)
+        gap = result.hyperparameters["uniform_mean"] - problem.f_min
+    else:
+        result = run(algo["name"], problem, kernel=kernel_override(config), devices=config.get("devices"), **common)
+        gap = uniform_gap(problem)
+    summary = tracking.write_results(run_dir, result, config, uniform_gap=gap, config_text=config_text)
+    remove_checkpoint(run_dir)
+    return summary
+
+
+def _check_continuous(name: str, problem, config: dict) -> None:
+    if name not in BO_ALGORITHMS:
+        raise ValueError(f"problem {problem.name!r} is a continuous domain; algorithm={name!r} runs on "
+                         f"finite arm sets. Continuous algorithms: {sorted(BO_ALGORITHMS)}")
+    if kernel_override(config) is not None:
+        raise ValueError(f"kernel.name={config['kernel']['name']!r}: continuous-domain algorithms fit their own "
+                         "Matérn-5/2 ARD kernel; use kernel=problem_default")
+
+
+__all__ = ["CHECKPOINT_FILE", "RUNTIME_KEYS", "build_problem", "checkpoint_args", "completed", "hyperparameters",
+           "kernel_override", "remove_checkpoint", "run_job", "uniform_gap"]

@@ -514,7 +514,7 @@ def export_jobs(path: Path, pending: list[Unit], results: Path, scale: str) -> N
     tracking.atomic_write_json(path, {"what": f"scripts/run_jobs.py {path.name} --results <root>: "
                                               "the jobs' results go to <root>/<dir>", "scale": scale, "jobs": jobs})
     print(f"exported {len(jobs)} job(s) to {path}; run them with: PYTHONPATH=. python scripts/run_jobs.py {path} "
-          "--results <root>, then copy <root>/* into the results root here", flush=True)
+          f"--results <root> --archive <file>.tar.gz, then extract the archive into {results} here", flush=True)
     for label in left_out:
         print(f"not exported (a script or a grid: run it here): {label}", flush=True)
 

@@ -113,3 +113,26 @@ def test_learns_on_hartmann6_below_uniform_random_search():
     after = res.traces["instant_regret"][:, 10:].mean(axis=1)
     assert np.all(after < 0.75 * unif), (after, unif)
     assert np.all(res.regret_ratio < 1.0)
+
+
+def test_accuracy_script_is_exact_with_every_sample_and_reports_bad_input(tmp_path, capsys):
+    """scripts/vecchia_accuracy.py (README's VecchiaBO diagnosis): with m = n the Vecchia prediction is the
+    exact GP's (mean difference at rounding level, sd ratio 1); with m = 4 of 40 it is not."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "vecchia_accuracy.py"
+    spec = importlib.util.spec_from_file_location("vecchia_accuracy", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rng = np.random.default_rng(0)
+    x = rng.uniform(size=(2, 40, 6))
+    reward = -np.asarray(jax.vmap(jax.vmap(make_problem("hartmann6").fn))(jnp.asarray(x)))
+    np.savez(tmp_path / "traces.npz", x=x, reward=reward)
+    coarse, exact = script.main(["--results", str(tmp_path), "--seed", "1", "--n", "40", "--m", "4", "40"])
+    assert exact["mean_err_max"] < 1e-7 and abs(exact["sd_ratio_p5"] - 1) < 1e-6 and abs(exact["sd_ratio_p95"] - 1) < 1e-6
+    assert exact["ucb_loss"] < 1e-7 and coarse["mean_err_median"] > 1e-3
+    assert "| 40 |" in capsys.readouterr().out
+    for bad in (["--n", "41"], ["--m", "0"], ["--seed", "2"]):
+        with pytest.raises(SystemExit):
+            script.main(["--results", str(tmp_path), *bad])

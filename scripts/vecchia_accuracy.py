@@ -47,7 +47,10 @@ def compare(X, y, ms, n_candidates: int = 2048, fit_steps: int = 300, key: int =
     ucb_e = np.asarray(mean_e + root_beta * jnp.sqrt(var_e))
     rows = []
     for m in ms:
-        mean_v, var_v = vecchia_bo.vecchia_predict(h, X, y, mask, m)(cand)
+        predict = jax.jit(vecchia_bo.vecchia_predict(h, X, y, mask, m))
+        step = max(1, 2 ** 26 // (m * m))  # candidates per call: their m x m sets take at most 512 MB
+        parts = [predict(cand[i:i + step]) for i in range(0, n_candidates, step)]
+        mean_v, var_v = (jnp.concatenate([p[k] for p in parts]) for k in (0, 1))
         err = np.abs(np.asarray(mean_e - mean_v)) / scale
         ratio = np.sqrt(np.asarray(var_v) / np.maximum(np.asarray(var_e), 1e-300))
         pick = int(jnp.argmax(mean_v + root_beta * jnp.sqrt(var_v)))

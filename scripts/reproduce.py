@@ -175,6 +175,7 @@ class Job(NamedTuple):
     evals: int  # T × n_seeds (1 for a script): the size the time estimate scales with
     directory: Path  # the job directory (a script: its --out directory)
     results: tuple  # ((result dir, resolved config), ...) the job writes; () = unknown: always run
+    error: str = ""  # why its config does not compose ("" when it does); sketchbo-run reports it when run
 
 
 class Unit(NamedTuple):
@@ -246,8 +247,9 @@ def describe_job(overrides: list[str], out: Path) -> Job:
         results = () if grid else tuple(
             (directory / a["name"] if compare else directory, cli.job_config(cfg, a)) for a in algos)
         return Job("sketchbo", str(cfg.algorithm.name), str(cfg.problem.name), evals, directory, results)
-    except Exception:  # noqa: BLE001 (any composition error: sketchbo-run reports it)
-        return Job("sketchbo", values.get("algorithm", "?"), values.get("problem", "?"), 0, out, ())
+    except Exception as err:  # noqa: BLE001 (any composition error: sketchbo-run reports it)
+        return Job("sketchbo", values.get("algorithm", "?"), values.get("problem", "?"), 0, out, (),
+                   f"{type(err).__name__}: {err}".splitlines()[0])
 
 
 def job_label(result_set: str, job: Job, overrides: list[str], swept: set) -> str:
@@ -504,8 +506,11 @@ def export_jobs(path: Path, pending: list[Unit], results: Path, scale: str) -> N
     jobs, left_out = [], []
     for unit in pending:
         for job in unit.jobs:
+            if job.error:
+                left_out.append(f"{unit.label} (its config does not compose: {job.error})")
+                continue
             if job.kind != "sketchbo" or not job.results:
-                left_out.append(unit.label)
+                left_out.append(f"{unit.label} (a script or a grid: run it here)")
                 continue
             for directory, config in job.results:
                 jobs.append({"label": unit.label if len(job.results) == 1 else f"{unit.label} {config['algorithm']['name']}",
@@ -516,7 +521,7 @@ def export_jobs(path: Path, pending: list[Unit], results: Path, scale: str) -> N
     print(f"exported {len(jobs)} job(s) to {path}; run them with: PYTHONPATH=. python scripts/run_jobs.py {path} "
           f"--results <root> --archive <file>.tar.gz, then extract the archive into {results} here", flush=True)
     for label in left_out:
-        print(f"not exported (a script or a grid: run it here): {label}", flush=True)
+        print(f"not exported: {label}", flush=True)
 
 
 def run_all(pending: list[Unit], done: int, estimator: Estimator, env: dict) -> list[tuple[str, float]]:

@@ -13,11 +13,14 @@ Copied into the results root here, they are complete results for ``reproduce.py`
         --archive "$OUT/results.tar.gz"
     tar -xzf results.tar.gz -C results/                                                      # here
 
-Complete jobs under ``--results`` are skipped. ``--archive`` is rewritten after every finished job (and at
-the end) with the jobs' directories as they are (checkpoints included), so extracting an archive brought
-back into ``--results`` before the next call continues where the last call stopped; a job killed half-way
-resumes from its last archived checkpoint (``checkpoint_every`` rounds). ``--stop-after S`` starts no job
-once S seconds have passed (a running job continues), for machines lent with a time limit.
+Complete jobs under ``--results`` are skipped. ``--archive`` is rewritten after every finished job, every
+``--archive-every`` seconds while a job runs (default 60) and at the end, with the jobs' directories as they
+are (checkpoints included, temporaries of half-done writes left out), so extracting an archive brought back
+into ``--results`` before the next call continues where the last call stopped: a job that a machine's time
+limit kills half-way resumes from its checkpoint (``checkpoint_every`` rounds) as of the last archive.
+Files are replaced atomically (renamed into place), so an archive written beside a running job holds each
+file either before or after a write, never half of one. ``--stop-after S`` starts no job once S seconds have
+passed (a running job continues), for machines lent with a time limit.
 Bad input (a missing or malformed file, jobs of different dtypes) exits with status 2 and one line on stderr.
 """
 from __future__ import annotations
@@ -27,6 +30,7 @@ import json
 import os
 import sys
 import tarfile
+import threading
 import time
 from pathlib import Path
 
@@ -60,6 +64,28 @@ def load_jobs(path: Path) -> list[dict]:
     return jobs
 
 
+def _temporary(name: str) -> bool:
+    """An atomic write's temporary (``.<name>.<random>.tmp``, sketchbo.tracking), incomplete by definition."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def _add_tree(tar: tarfile.TarFile, root: Path, arcname: str) -> None:
+    """Add ``root`` under ``arcname``: each file through one open descriptor (its size from ``fstat``), so a
+    file renamed over meanwhile is archived whole as it was when opened; files gone meanwhile are skipped."""
+    for here, dirs, files in os.walk(root):
+        dirs.sort()
+        rel = Path(here).relative_to(root)
+        name = arcname if rel == Path(".") else f"{arcname}/{rel.as_posix()}"
+        tar.addfile(tar.gettarinfo(here, arcname=name))
+        for file in sorted(f for f in files if not _temporary(f)):
+            try:
+                handle = open(Path(here) / file, "rb")
+            except FileNotFoundError:  # deleted after the listing (a checkpoint once the results are written)
+                continue
+            with handle:
+                tar.addfile(tar.gettarinfo(arcname=f"{name}/{file}", fileobj=handle), handle)
+
+
 def write_archive(path: Path, results: Path, jobs: list[dict]) -> None:
     """A gzipped tar of the jobs' directories that exist under ``results``, named by their ``dir``; written
     to a temporary file beside ``path`` and renamed (never half-written)."""
@@ -68,8 +94,42 @@ def write_archive(path: Path, results: Path, jobs: list[dict]) -> None:
     with tarfile.open(tmp, "w:gz") as tar:
         for job in jobs:
             if (results / job["dir"]).is_dir():
-                tar.add(results / job["dir"], arcname=job["dir"])
+                _add_tree(tar, results / job["dir"], job["dir"])
     os.replace(tmp, path)
+
+
+class Archiver:
+    """Writes the archive on demand and, while entered, every ``every`` seconds from a thread (one write at a
+    time); a failed periodic write is reported on stderr and tried again at the next period."""
+
+    def __init__(self, path: Path | None, results: Path, jobs: list[dict], every: float):
+        self.path, self.results, self.jobs, self.every = path, results, jobs, every
+        self._lock, self._stop, self._thread = threading.Lock(), threading.Event(), None
+
+    def write(self) -> None:
+        if self.path is None:
+            return
+        with self._lock:
+            write_archive(self.path, self.results, self.jobs)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                self.write()
+            except OSError as err:
+                print(f"{PROG}: warning: archive not written ({err}); trying again in {self.every:g} s",
+                      file=sys.stderr, flush=True)
+
+    def __enter__(self) -> "Archiver":
+        if self.path is not None:
+            self._thread = threading.Thread(target=self._loop, name="archive", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
 
 
 def main(argv=None) -> int:
@@ -80,10 +140,15 @@ def main(argv=None) -> int:
     parser.add_argument("--stop-after", type=float, default=None, metavar="S",
                         help="start no job once S seconds have passed (a running job continues)")
     parser.add_argument("--archive", type=Path, default=None, metavar="FILE",
-                        help="also write the jobs' directories to this .tar.gz after every finished job")
+                        help="also write the jobs' directories to this .tar.gz (after every finished job, "
+                             "every --archive-every seconds and at the end)")
+    parser.add_argument("--archive-every", type=float, default=60.0, metavar="S",
+                        help="seconds between two writes of --archive while a job runs (default 60)")
     args = parser.parse_args(argv)
     if args.stop_after is not None and not args.stop_after >= 0:
         parser.error(f"--stop-after {args.stop_after}: give a number of seconds >= 0")
+    if not args.archive_every > 0:
+        parser.error(f"--archive-every {args.archive_every}: give a number of seconds > 0")
     jobs = load_jobs(args.file)
 
     import jax
@@ -97,6 +162,16 @@ def main(argv=None) -> int:
     if cache:
         enable_compilation_cache(Path(os.path.expanduser(str(cache))))
     t0 = time.perf_counter()
+    with Archiver(args.archive, args.results, jobs, args.archive_every) as archiver:
+        ran, skipped = run_all(jobs, args, job_runner, t0, archiver)
+        archiver.write()
+    print(f"{ran} job(s) run, {skipped} complete before, {len(jobs)} in {args.file} "
+          f"({time.perf_counter() - t0:.0f} s; {jax.devices()[0].platform})", flush=True)
+    return 0
+
+
+def run_all(jobs: list[dict], args, job_runner, t0: float, archiver: Archiver) -> tuple[int, int]:
+    """Run the jobs not complete under ``args.results`` in order; (run, skipped)."""
     ran = skipped = 0
     for i, job in enumerate(jobs):
         directory = args.results / job["dir"]
@@ -117,13 +192,8 @@ def main(argv=None) -> int:
             fail(f"{label}: {err}")
         ran += 1
         print(f"[{i + 1}/{len(jobs)}] done in {time.perf_counter() - start:.0f} s", flush=True)
-        if args.archive:
-            write_archive(args.archive, args.results, jobs)
-    if args.archive:
-        write_archive(args.archive, args.results, jobs)
-    print(f"{ran} job(s) run, {skipped} complete before, {len(jobs)} in {args.file} "
-          f"({time.perf_counter() - t0:.0f} s; {jax.devices()[0].platform})", flush=True)
-    return 0
+        archiver.write()
+    return ran, skipped
 
 
 if __name__ == "__main__":

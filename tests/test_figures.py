@@ -11,6 +11,7 @@ import shlex
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -474,6 +475,10 @@ def test_exported_jobs_run_without_hydra_into_the_results_of_sketchbo_run(tmp_pa
     assert "0 job(s) run, 2 complete before" in again.stdout
     plan = run_script(SCRIPTS / "reproduce.py", *common, "--results", device, "--dry-run")
     assert plan.stdout.count("# skipping: complete results in") == 2 and " -m sketchbo " not in plan.stdout
+    broken = run_script(SCRIPTS / "reproduce.py", *common, "--results", tmp_path / "dev", "--export", export,
+                        "algorithm.no_such_key=1")
+    assert "exported 0 job(s)" in broken.stdout, broken.stdout[-2000:]
+    assert broken.stdout.count("(its config does not compose: ConfigCompositionException") == 2
 
 
 def test_run_jobs_rejects_bad_export_files_and_stops_starting_jobs_when_told(tmp_path, capsys):
@@ -489,6 +494,46 @@ def test_run_jobs_rejects_bad_export_files_and_stops_starting_jobs_when_told(tmp
     (tmp_path / "one.json").write_text(json.dumps({"jobs": [job]}))
     assert run_jobs.main([str(tmp_path / "one.json"), "--results", str(tmp_path / "r"), "--stop-after", "0"]) == 0
     assert "1 job(s) not started" in capsys.readouterr().out and not (tmp_path / "r").exists()
+
+
+def test_run_jobs_archives_a_running_jobs_checkpoint_and_never_a_half_written_file(tmp_path, monkeypatch):
+    """While a job runs, ``--archive`` is rewritten every ``--archive-every`` seconds: what a machine's time
+    limit leaves behind holds the job's checkpoint, and never an atomic write's temporary."""
+    run_jobs = load_module(SCRIPTS / "run_jobs.py")
+    job = {"dir": "paper/fig/a=1", "config": {"dtype": "float64"}}
+    (tmp_path / "jobs.json").write_text(json.dumps({"jobs": [job]}))
+    archive, seen = tmp_path / "out" / "results.tar.gz", []
+    from sketchbo import jobs as job_runner
+
+    def fake_job(config, directory, config_text=None):  # a long job: a checkpoint, then two periodic archives
+        directory.mkdir(parents=True)
+        (directory / "checkpoint.npz").write_bytes(b"round 200")
+        (directory / ".traces.npz.x1y2.tmp").write_bytes(b"half")  # a write in progress
+        deadline, inodes = time.monotonic() + 60, set()
+        while len(inodes) < 2:  # two archives written (each renamed into place: a new inode)
+            assert time.monotonic() < deadline, "no archive written while the job ran"
+            try:
+                with open(archive, "rb") as handle, tarfile.open(fileobj=handle) as tar:
+                    inodes.add(os.fstat(handle.fileno()).st_ino)
+                    seen.append(tuple(tar.getnames()))
+            except FileNotFoundError:
+                pass
+            time.sleep(0.02)
+        (directory / ".traces.npz.x1y2.tmp").unlink()
+        (directory / "checkpoint.npz").unlink()
+        (directory / "summary.json").write_text("{}")
+
+    monkeypatch.setattr(job_runner, "completed", lambda directory, config: None)
+    monkeypatch.setattr(job_runner, "run_job", fake_job)
+    assert run_jobs.main([str(tmp_path / "jobs.json"), "--results", str(tmp_path / "r"), "--archive", str(archive),
+                          "--archive-every", "0.05"]) == 0
+    assert all(names == ("paper/fig/a=1", "paper/fig/a=1/checkpoint.npz") for names in seen), seen
+    with tarfile.open(archive) as tar:  # the final archive: the finished job
+        assert tar.getnames() == ["paper/fig/a=1", "paper/fig/a=1/summary.json"]
+        assert tar.extractfile("paper/fig/a=1/summary.json").read() == b"{}"
+    with pytest.raises(SystemExit) as exit_:
+        run_jobs.main([str(tmp_path / "jobs.json"), "--archive-every", "0"])
+    assert exit_.value.code == 2
 
 
 # -------------------------------------------------------------------------------- plots on tiny runs

@@ -513,9 +513,12 @@ def export_jobs(path: Path, pending: list[Unit], results: Path, scale: str) -> N
                 left_out.append(f"{unit.label} (a script or a grid: run it here)")
                 continue
             for directory, config in job.results:
-                jobs.append({"label": unit.label if len(job.results) == 1 else f"{unit.label} {config['algorithm']['name']}",
-                             "dir": directory.relative_to(results).as_posix(), "config": config,
-                             "config_text": cli.config_text(config)})
+                entry = {"label": unit.label if len(job.results) == 1 else f"{unit.label} {config['algorithm']['name']}",
+                         "dir": directory.relative_to(results).as_posix(), "config": config,
+                         "config_text": cli.config_text(config)}
+                if directory != job.directory:  # a member of a comparison: comparison.json goes to the job's dir
+                    entry["comparison"] = job.directory.relative_to(results).as_posix()
+                jobs.append(entry)
     tracking.atomic_write_json(path, {"what": f"scripts/run_jobs.py {path.name} --results <root>: "
                                               "the jobs' results go to <root>/<dir>", "scale": scale, "jobs": jobs})
     print(f"exported {len(jobs)} job(s) to {path}; run them with: PYTHONPATH=. python scripts/run_jobs.py {path} "

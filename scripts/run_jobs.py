@@ -13,13 +13,14 @@ Copied into the results root here, they are complete results for ``reproduce.py`
         --archive "$OUT/results.tar.gz"
     tar -xzf results.tar.gz -C results/                                                      # here
 
-Complete jobs under ``--results`` are skipped. ``--archive`` is rewritten after every finished job, every
-``--archive-every`` seconds while a job runs (default 60) and at the end, with the jobs' directories as they
-are (checkpoints included, temporaries of half-done writes left out), so extracting an archive brought back
-into ``--results`` before the next call continues where the last call stopped: a job that a machine's time
-limit kills half-way resumes from its checkpoint (``checkpoint_every`` rounds) as of the last archive.
-Files are replaced atomically (renamed into place), so an archive written beside a running job holds each
-file either before or after a write, never half of one. ``--stop-after S`` starts no job once S seconds have
+Complete jobs under ``--results`` are skipped. A comparison's (``algorithm=compare``) members are jobs of
+their own; its ``comparison.json`` is written once they are all complete. ``--archive`` is rewritten after
+every finished job, every ``--archive-every`` seconds while a job runs (default 60) and at the end, with
+the jobs' directories as they are (checkpoints included, temporaries of half-done writes left out), so
+extracting an archive brought back into ``--results`` before the next call continues where the last call
+stopped: a job that a machine's time limit kills half-way resumes from its checkpoint (``checkpoint_every``
+rounds) as of the last archive. Files are replaced atomically (renamed into place), so an archive written
+beside a running job holds each file either before or after a write, never half of one. ``--stop-after S`` starts no job once S seconds have
 passed (a running job continues), for machines lent with a time limit.
 Bad input (a missing or malformed file, jobs of different dtypes) exits with status 2 and one line on stderr.
 """
@@ -87,14 +88,18 @@ def _add_tree(tar: tarfile.TarFile, root: Path, arcname: str) -> None:
 
 
 def write_archive(path: Path, results: Path, jobs: list[dict]) -> None:
-    """A gzipped tar of the jobs' directories that exist under ``results``, named by their ``dir``; written
-    to a temporary file beside ``path`` and renamed (never half-written)."""
+    """A gzipped tar of the jobs' directories that exist under ``results``, named by their ``dir``, and of
+    their comparisons' ``comparison.json``; written to a temporary file beside ``path`` and renamed (never
+    half-written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     with tarfile.open(tmp, "w:gz") as tar:
         for job in jobs:
             if (results / job["dir"]).is_dir():
                 _add_tree(tar, results / job["dir"], job["dir"])
+        for directory in sorted({job["comparison"] for job in jobs if job.get("comparison")}):
+            if (results / directory / "comparison.json").is_file():
+                tar.add(results / directory / "comparison.json", arcname=f"{directory}/comparison.json")
     os.replace(tmp, path)
 
 
@@ -164,10 +169,29 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     with Archiver(args.archive, args.results, jobs, args.archive_every) as archiver:
         ran, skipped = run_all(jobs, args, job_runner, t0, archiver)
+        write_comparisons(jobs, args.results, job_runner)
         archiver.write()
     print(f"{ran} job(s) run, {skipped} complete before, {len(jobs)} in {args.file} "
           f"({time.perf_counter() - t0:.0f} s; {jax.devices()[0].platform})", flush=True)
     return 0
+
+
+def write_comparisons(jobs: list[dict], results: Path, job_runner) -> None:
+    """``comparison.json`` of each comparison (``algorithm=compare``; its members' jobs name it) whose members
+    are all complete, as ``sketchbo-run`` writes it."""
+    from sketchbo import tracking
+
+    groups: dict[str, list[dict]] = {}
+    for job in jobs:
+        if job.get("comparison"):
+            groups.setdefault(job["comparison"], []).append(job)
+    for directory, members in groups.items():
+        summaries = [tracking.load_complete(results / m["dir"], m["config"], ignore=job_runner.RUNTIME_KEYS)[0]
+                     for m in members]
+        if all(s is not None for s in summaries):
+            config = members[0]["config"]
+            job_runner.write_comparison(results / directory, int(config["T"]), int(config["n_seeds"]),
+                                        [m["config"]["algorithm"]["name"] for m in members], summaries)
 
 
 def run_all(jobs: list[dict], args, job_runner, t0: float, archiver: Archiver) -> tuple[int, int]:

@@ -33,7 +33,6 @@ imports hydra or omegaconf; what runs after composition is ``sketchbo.jobs`` (Hy
 from __future__ import annotations
 
 import copy
-import json
 import math
 import shutil
 import sys
@@ -167,21 +166,6 @@ def job_config(cfg: DictConfig, algo: dict) -> dict:
     return OmegaConf.to_container(job, resolve=True)
 
 
-def write_comparison(run_dir: Path, cfg: DictConfig, algos: list[dict], summaries: list[dict]) -> None:
-    """Write ``comparison.json`` unless an identical one is already there."""
-    comparison = tracking.to_jsonable({
-        "problem": summaries[0]["problem"], "T": cfg.T, "n_seeds": cfg.n_seeds, "seeds": summaries[0]["seeds"],
-        "members": [a["name"] for a in algos], "rows": [tracking.table_row(s) for s in summaries],
-    })
-    path = run_dir / "comparison.json"
-    try:
-        if json.loads(path.read_text(encoding="utf-8")) == comparison:
-            return
-    except (OSError, ValueError):
-        pass
-    tracking.atomic_write_json(path, comparison)
-
-
 def grid_of(cfg: DictConfig) -> dict:
     """The non-null ``grid.<key>`` lists of the config ({} when there is no grid)."""
     grid = OmegaConf.to_container(cfg.grid, resolve=True) if cfg.get("grid") is not None else {}
@@ -257,7 +241,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> list[dict]:
             remove_checkpoint(out)
         summaries.append(summary)
     if compare:
-        write_comparison(run_dir, cfg, algos, summaries)
+        jobs.write_comparison(run_dir, int(cfg.T), int(cfg.n_seeds), [a["name"] for a in algos], summaries)
     return summaries
 
 

@@ -11,6 +11,7 @@ checkpoint (``checkpoint_every`` rounds, ``<run_dir>/checkpoint.npz``) is delete
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +105,22 @@ def run_job(config: dict, run_dir: Path, problem=None, config_text: str | None =
     return summary
 
 
+def write_comparison(run_dir: Path, T: int, n_seeds: int, members: list[str], summaries: list[dict]) -> None:
+    """Write a comparison's ``<run_dir>/comparison.json`` (its members' rows of the comparison table) from
+    the members' summaries, in order, unless an identical one is already there."""
+    comparison = tracking.to_jsonable({
+        "problem": summaries[0]["problem"], "T": T, "n_seeds": n_seeds, "seeds": summaries[0]["seeds"],
+        "members": list(members), "rows": [tracking.table_row(s) for s in summaries],
+    })
+    path = Path(run_dir) / "comparison.json"
+    try:
+        if json.loads(path.read_text(encoding="utf-8")) == comparison:
+            return
+    except (OSError, ValueError):
+        pass
+    tracking.atomic_write_json(path, comparison)
+
+
 def _check_continuous(name: str, problem, config: dict) -> None:
     if name not in BO_ALGORITHMS:
         raise ValueError(f"problem {problem.name!r} is a continuous domain; algorithm={name!r} runs on "
@@ -114,4 +131,4 @@ def _check_continuous(name: str, problem, config: dict) -> None:
 
 
 __all__ = ["CHECKPOINT_FILE", "RUNTIME_KEYS", "build_problem", "checkpoint_args", "completed", "hyperparameters",
-           "kernel_override", "remove_checkpoint", "run_job", "uniform_gap"]
+           "kernel_override", "remove_checkpoint", "run_job", "uniform_gap", "write_comparison"]

@@ -481,6 +481,31 @@ def test_exported_jobs_run_without_hydra_into_the_results_of_sketchbo_run(tmp_pa
     assert broken.stdout.count("(its config does not compose: ConfigCompositionException") == 2
 
 
+def test_an_exported_comparison_gets_the_comparison_json_of_sketchbo_run(tmp_path):
+    """``algorithm=compare`` exports one job per member; once all are complete, run_jobs.py writes the
+    comparison's ``comparison.json`` (archived with them) with sketchbo-run's rows, timings aside."""
+    experiments = tiny_experiments(tmp_path, "algorithm=compare algorithm.members=[eps_greedy,gp_ucb] "
+                                             "problem=gp_sample T=10 n_seeds=1")
+    common = ["quick", "--experiments", experiments, "--figures", tmp_path / "f", "progress=false"]
+    cli_run = run_script(SCRIPTS / "reproduce.py", *common, "--results", tmp_path / "cli")
+    assert cli_run.returncode == 0, cli_run.stderr[-2000:]
+    export = tmp_path / "jobs.json"
+    assert run_script(SCRIPTS / "reproduce.py", *common, "--results", tmp_path / "dev", "--export", export).returncode == 0
+    jobs = json.loads(export.read_text())["jobs"]
+    group = "quick/tiny/T=10,algorithm.members=[eps_greedy,gp_ucb],algorithm=compare,n_seeds=1,problem=gp_sample"
+    assert [(j["dir"], j["comparison"]) for j in jobs] == [(f"{group}/eps_greedy", group), (f"{group}/gp_ucb", group)]
+    ran = run_script("-c", HIDE_HYDRA, SCRIPTS / "run_jobs.py", export, "--results", tmp_path / "there",
+                     "--archive", tmp_path / "results.tar.gz")
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    with tarfile.open(tmp_path / "results.tar.gz") as tar:
+        tar.extractall(tmp_path / "device", filter="data")
+    theirs = json.loads((tmp_path / "device" / group / "comparison.json").read_text())
+    ours = json.loads((tmp_path / "cli" / group / "comparison.json").read_text())
+    timing = ("wall_time_s", "compile_time_s")
+    strip = lambda c: {**c, "rows": [{k: v for k, v in row.items() if k not in timing} for row in c["rows"]]}
+    assert strip(theirs) == strip(ours) and theirs["members"] == ["eps_greedy", "gp_ucb"]
+
+
 def test_run_jobs_rejects_bad_export_files_and_stops_starting_jobs_when_told(tmp_path, capsys):
     run_jobs = load_module(SCRIPTS / "run_jobs.py")
     job = {"dir": "quick/tiny/a", "config": {"dtype": "float64"}}

@@ -258,26 +258,45 @@ def job_label(result_set: str, job: Job, overrides: list[str], swept: set) -> st
     return " ".join([result_set, job.problem, job.algorithm, *others])
 
 
-def sketchbo_units(result_set: str, text: str, out: Path, extra: list[str], seeds: dict,
-                   sweeps: bool) -> list[Unit]:
-    """The units of one ``sketchbo: <overrides>`` entry: one per job, or the whole sweep (``sweeps``)."""
+class Entry(NamedTuple):
+    """One ``sketchbo: <overrides>`` entry, expanded into its jobs (each composed once)."""
+
+    result_set: str
+    text: str  # the entry's overrides, as written
+    base: list  # the command up to the overrides
+    task: list  # the sweep's task overrides (a whole-sweep command)
+    tail: list  # hydra.sweep.dir and Hydra's own overrides
+    overrides: list  # per job: its overrides (one value per key)
+    jobs: list  # per job: its Job
+
+
+def expand_entry(result_set: str, text: str, out: Path, extra: list[str], seeds: dict) -> Entry:
     hydra_overrides, task, jobs = expand_sweep([*shlex.split(text), f"experiment.name={result_set}", *extra])
     jobs = [with_seeds(o, seeds) for o in jobs]
-    described = [describe_job(o, out) for o in jobs]
-    base, tail = [sys.executable, "-m", "sketchbo", "-m"], [f"hydra.sweep.dir={out}", *hydra_overrides]
-    if sweeps:
-        counts = {seed_count(seeds, job.algorithm) for job in described}
-        if len(counts) > 1:
-            raise SpecError(f"--sweeps with per-algorithm --seeds: the sweep {text!r} would mix the seed counts "
-                            f"{sorted(counts)}; run it job by job (without --sweeps)")
-        (count,) = counts
-        if count is not None:
-            task = [o for o in task if not o.startswith("n_seeds=")] + [f"n_seeds={count}"]
-        return [Unit(f"{result_set} ({len(jobs)} jobs: {text})", [*base, *task, *tail], tuple(described))]
-    swept = {key for key in {o.split("=", 1)[0] for o in jobs[0]}
-             if len({o for job in jobs for o in job if o.split("=", 1)[0] == key}) > 1}
-    return [Unit(job_label(result_set, job, o, swept), [*base, *o, *tail], (job,))
-            for o, job in zip(jobs, described)]
+    return Entry(result_set, text, [sys.executable, "-m", "sketchbo", "-m"], task,
+                 [f"hydra.sweep.dir={out}", *hydra_overrides], jobs, [describe_job(o, out) for o in jobs])
+
+
+def sweep_unit(entry: Entry, seeds: dict) -> Unit:
+    """The whole sweep as one ``sketchbo-run -m`` process (``--sweeps``)."""
+    counts = {seed_count(seeds, job.algorithm) for job in entry.jobs}
+    if len(counts) > 1:
+        raise SpecError(f"--sweeps with per-algorithm --seeds: the sweep {entry.text!r} would mix the seed counts "
+                        f"{sorted(counts)}; run it job by job (without --sweeps)")
+    (count,) = counts
+    task = entry.task
+    if count is not None:
+        task = [o for o in task if not o.startswith("n_seeds=")] + [f"n_seeds={count}"]
+    return Unit(f"{entry.result_set} ({len(entry.jobs)} jobs: {entry.text})", [*entry.base, *task, *entry.tail],
+                tuple(entry.jobs))
+
+
+def job_units(entry: Entry) -> list[Unit]:
+    """One ``sketchbo-run -m`` process per job, labelled by the keys the sweep varies."""
+    swept = {key for key in {o.split("=", 1)[0] for o in entry.overrides[0]}
+             if len({o for job in entry.overrides for o in job if o.split("=", 1)[0] == key}) > 1}
+    return [Unit(job_label(entry.result_set, job, o, swept), [*entry.base, *o, *entry.tail], (job,))
+            for o, job in zip(entry.overrides, entry.jobs)]
 
 
 def script_unit(result_set: str, text: str, out: Path) -> Unit:
@@ -314,13 +333,15 @@ def run_units(specs: dict, figures: list[str], scale: str, results: Path, extra:
                 if kind == "script":
                     units.append(script_unit(result_set, text, out))
                     continue
-                entry_units = sketchbo_units(result_set, text, out, passed, seeds or {}, sweeps and not read_only)
-                if read_only:  # the selected jobs, or the whole sweep (--sweeps) when it is all selected
-                    kept = [u for u in entry_units if selected(u.jobs[0], chosen)
-                            and any(selected(u.jobs[0], selection) for selection in selections)]
-                    whole = sweeps and kept and len(kept) == len(entry_units)
-                    entry_units = sketchbo_units(result_set, text, out, passed, seeds or {}, True) if whole else kept
-                units += entry_units
+                entry = expand_entry(result_set, text, out, passed, seeds or {})
+                if not read_only:
+                    units += [sweep_unit(entry, seeds or {})] if sweeps else job_units(entry)
+                    continue
+                # only read: the selected jobs, or the whole sweep (--sweeps) when it is all selected
+                each = job_units(entry)
+                kept = [u for u in each if selected(u.jobs[0], chosen)
+                        and any(selected(u.jobs[0], selection) for selection in selections)]
+                units += [sweep_unit(entry, seeds or {})] if sweeps and kept and len(kept) == len(each) else kept
     return units
 
 

@@ -316,7 +316,7 @@ def test_paper_fig4_reads_fig2_runs_instead_of_running_them_again(tmp_path):
     assert "--also" not in quick  # the quick Fig. 4 runs its own (smaller) settings only
 
 
-def test_a_read_result_set_runs_only_the_jobs_its_readers_select(tmp_path):
+def test_a_read_result_set_runs_only_the_jobs_its_readers_select(tmp_path, monkeypatch):
     experiments = tiny_experiments(tmp_path, "algorithm=bbkb,eps_greedy,bkb problem=gp_sample,linear T=20 n_seeds=1")
     (experiments / "reader.yaml").write_text(
         f"name: reader\nresults: reader\nplot: {tmp_path / 'noplot.py'}\n"
@@ -341,6 +341,13 @@ def test_a_read_result_set_runs_only_the_jobs_its_readers_select(tmp_path):
     assert jobs(["reader"], sweeps=True) == jobs(["reader"])  # a partly selected sweep runs job by job
     (_, cmd), = reproduce.plot_commands(specs, ["reader"], "paper", tmp_path / "r", tmp_path / "f")
     assert cmd[cmd.index("--also") + 1] == str(tmp_path / "r" / "paper" / "tiny")
+    (experiments / "whole.yaml").write_text(  # reads every job of the set: under --sweeps one sweep, composed once
+        f"name: whole\nresults: whole\nplot: {tmp_path / 'noplot.py'}\n"
+        "runs:\n  quick: []\n  paper: []\nreads:\n  paper: ['tiny algorithm=bbkb,eps_greedy,bkb']\n")
+    specs, composed = reproduce.load_specs(experiments), []
+    monkeypatch.setattr(reproduce, "describe_job", lambda o, out, f=reproduce.describe_job: composed.append(o) or f(o, out))
+    (sweep,) = reproduce.run_units(specs, ["whole"], "paper", tmp_path / "r", [], {}, True)
+    assert len(sweep.jobs) == len(composed) == 6 and "-m" in sweep.cmd
     for entry, error in [("tiny algorithm", "not a job selection"), ("tiny T=20", "not a job selection"),
                          ("tiny algorithm=bbkb algorithm=bkb", "each key once")]:
         (experiments / "reader.yaml").write_text(f"name: reader\nresults: tiny\nplot: {tmp_path / 'noplot.py'}\n"

@@ -381,6 +381,9 @@ def also_results(args, hint: str = "") -> list[Result]:
     return [r for directory in args.also for r in load_results(directory, hint)]
 
 
+PANELS_PER_ROW = 3  # methods_figure's panels wrap onto rows of this many
+
+
 def methods_figure(argv, doc: str, name: str, hint: str, methods, panels_of=None) -> list[Path]:
     """A plot script's ``main``: one panel of cumulative regret per problem on which any of ``panels_of``
     (default: ``methods``) ran in ``--results``, every one of ``methods`` found there or in the result sets
@@ -390,13 +393,18 @@ def methods_figure(argv, doc: str, name: str, hint: str, methods, panels_of=None
     args = parser.parse_args(argv)
     own = load_results(args.results, hint)
     panels_of = methods if panels_of is None else panels_of
-    problems = sorted({r.problem for r in own if r.algorithm in panels_of})
+    # standard problems first, then their shifted variants (sketchbo.problems.continuous: "<name>_shift<c>")
+    problems = sorted({r.problem for r in own if r.algorithm in panels_of}, key=lambda p: ("_shift" in p, p))
     if not problems:
         raise ResultsError(f"no results of {', '.join(panels_of)} under {args.results} (found "
                            f"{sorted({r.algorithm for r in own})}); {hint}")
     results = own + also_results(args, hint)
-    fig, axes = pyplot().subplots(1, len(problems), figsize=(4.8 * len(problems), 3.6), squeeze=False)
-    handles = regret_panels(axes[0], problems, results, methods)
+    cols = min(len(problems), PANELS_PER_ROW)
+    rows = math.ceil(len(problems) / cols)
+    fig, axes = pyplot().subplots(rows, cols, figsize=(4.8 * cols, 3.6 * rows), squeeze=False)
+    for ax in axes.ravel()[len(problems):]:
+        fig.delaxes(ax)
+    handles = regret_panels(axes.ravel(), problems, results, methods)
     return finish_with_legend(fig, handles, args.out or args.results, name)
 
 

@@ -105,6 +105,33 @@ def test_registry_sizes_and_uniform_mean_is_above_the_minimum():
         make_problem("hartmann6", noise_std=-1)
 
 
+@pytest.mark.parametrize("name", ["levy20", "powell50", "rastrigin100"])
+def test_shifted_variant_is_the_loop_definition_translated_with_its_minimiser_in_the_box(name):
+    """``shift`` = c: f_c(x) = f(x - o), o_i = c (upper - lower) (-1)^i, against the scalar loops; f_min at the
+    moved minimiser; the box centre no longer near-optimal; c = 0 is the standard problem."""
+    base, p = make_problem(name), make_problem(name, shift=0.3)
+    assert p.name == base.name + "_shift0.3" and p.f_min == base.f_min and p.d == base.d
+    standard = make_problem(name, shift=0.0)
+    assert standard.name == base.name and standard.fn is base.fn and np.array_equal(standard.u_opt, base.u_opt)
+    assert make_problem(name, shift=0.3).fn is p.fn  # built twice, one function: compiled code is reused
+    width = base.upper - base.lower
+    offset = np.array([0.3 * w * (-1) ** i for i, w in enumerate(width)])
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        u = rng.uniform(size=p.d)
+        x = p.lower + u * width
+        assert float(value(p, jnp.asarray(u))) == pytest.approx(_loops(name, list(x - offset)), rel=1e-12, abs=1e-9)
+    np.testing.assert_allclose(p.lower + p.u_opt * width, base.lower + base.u_opt * width + offset)
+    assert np.all((p.u_opt >= 0) & (p.u_opt <= 1))
+    assert float(value(p, jnp.asarray(p.u_opt))) == pytest.approx(p.f_min, abs=1e-9)
+    centre = jnp.full(p.d, 0.5)
+    assert float(value(p, centre)) - p.f_min > 0.2 * (estimate_uniform_mean(p, n=2048) - p.f_min)
+    for bad, message in [(-0.1, "finite number >= 0"), (float("inf"), "finite number >= 0"), (True, "finite"),
+                         (0.6, "out of its box")]:
+        with pytest.raises(ValueError, match=f"shift={bad!r}.*{message}"):
+            make_problem(name, shift=bad)
+
+
 # ------------------------------------------------------------------------------------------- diabetes
 
 def test_diabetes_search_space_decoding():

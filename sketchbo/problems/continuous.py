@@ -16,6 +16,12 @@ BoTorch's ``test_functions/synthetic.py`` (PROTOCOLS §4.5):
 Powell convention (BoTorch's, PROTOCOLS §9): the sum runs over the d // 4 complete blocks of four
 coordinates, so for d = 50 there are 12 blocks and coordinates 49 and 50 have no effect on f.
 
+Shifted variants (ours, not GSSBO's): ``levy20``, ``powell50`` and ``rastrigin100`` take ``shift`` = c >= 0,
+which translates the objective by o_i = c (upper - lower) (-1)^i, i = 0, ..., d - 1: f_c(x) = f(x - o) on the
+same box, minimiser x* + o (it must stay in the box), same f_min. At c = 0 it is the problem itself. The
+standard boxes of these three put the minimiser at or near the box centre, where the random-embedding methods
+(REMBO, HeSBO) map y = 0; alternating signs move it off every embedding's image of a constant vector.
+
 A :class:`ContinuousProblem` carries ``fn``, a pure JAX function of one point on the standard box,
 so that algorithms evaluate it inside their compiled program (``value``).
 """
@@ -129,6 +135,31 @@ def _problem(name, d, lo, hi, fn, f_min, x_opt, noise_std, uniform_mean=None) ->
                              uniform_mean)
 
 
+def _shifted(name, d, lo, hi, fn, f_min, x_opt, noise_std, shift) -> ContinuousProblem:
+    """``_problem`` with the objective translated by o = shift (hi - lo) (-1)^i (module docstring); ValueError
+    naming ``shift`` when it is not a finite number >= 0 or moves the minimiser out of the box."""
+    ok = isinstance(shift, (int, float, np.floating, np.integer)) and not isinstance(shift, bool)
+    if not ok or not (np.isfinite(shift) and shift >= 0):
+        raise ValueError(f"shift={shift!r} is invalid; it must be a finite number >= 0 (0: the standard problem)")
+    if shift == 0:
+        return _problem(name, d, lo, hi, fn, f_min, x_opt, noise_std)
+    offset = float(shift) * (hi - lo) * (-1.0) ** np.arange(d)  # (d,)
+    moved = np.asarray(x_opt, float) + offset
+    if np.any(moved < lo) or np.any(moved > hi):
+        limit = min(min(hi - x, x - lo) for x in np.unique(np.asarray(x_opt, float))) / (hi - lo)
+        raise ValueError(f"shift={shift!r} moves the minimiser of {name} out of its box [{lo:g}, {hi:g}]^{d}; "
+                         f"it must be <= {limit:.4g}")
+    return _problem(f"{name}_shift{float(shift):g}", d, lo, hi, _translated(fn, tuple(offset)), f_min, moved,
+                    noise_std)
+
+
+@functools.lru_cache(maxsize=64)
+def _translated(fn, offset: tuple):
+    """x -> fn(x - offset), one function object per (fn, offset): problems built twice share compiled code."""
+    o = np.asarray(offset, np.float64)
+    return lambda x: fn(x - jnp.asarray(o, x.dtype))
+
+
 def eggholder2(noise_std=0.0) -> ContinuousProblem:
     """Eggholder on [-512, 512]^2; the minimiser lies on the boundary x1 = 512."""
     return _problem("eggholder2", 2, -512.0, 512.0, eggholder, -959.6407, [512.0, 404.2319], noise_std)
@@ -139,22 +170,23 @@ def hartmann6(noise_std=0.0) -> ContinuousProblem:
     return _problem("hartmann6", 6, 0.0, 1.0, hartmann6_fn, -3.32237, HARTMANN6_XOPT, noise_std)
 
 
-def levy20(d=20, noise_std=0.0) -> ContinuousProblem:
-    """Levy on [-10, 10]^d (d = 20 in GSSBO); minimum 0 at (1, ..., 1), u = 0.55."""
+def levy20(d=20, noise_std=0.0, shift=0.0) -> ContinuousProblem:
+    """Levy on [-10, 10]^d (d = 20 in GSSBO); minimum 0 at (1, ..., 1), u = 0.55; ``shift``: module docstring."""
     d = check_int("d", d, 2)
-    return _problem(f"levy{d}", d, -10.0, 10.0, levy_fn, 0.0, np.ones(d), noise_std)
+    return _shifted(f"levy{d}", d, -10.0, 10.0, levy_fn, 0.0, np.ones(d), noise_std, shift)
 
 
-def powell50(d=50, noise_std=0.0) -> ContinuousProblem:
-    """Powell on [-4, 5]^d with BoTorch's d // 4 blocks (d = 50: coordinates 49, 50 inert); min 0 at 0."""
+def powell50(d=50, noise_std=0.0, shift=0.0) -> ContinuousProblem:
+    """Powell on [-4, 5]^d with BoTorch's d // 4 blocks (d = 50: coordinates 49, 50 inert); min 0 at 0;
+    ``shift``: module docstring."""
     d = check_int("d", d, 4)
-    return _problem(f"powell{d}", d, -4.0, 5.0, powell_fn, 0.0, np.zeros(d), noise_std)
+    return _shifted(f"powell{d}", d, -4.0, 5.0, powell_fn, 0.0, np.zeros(d), noise_std, shift)
 
 
-def rastrigin100(d=100, noise_std=0.0) -> ContinuousProblem:
-    """Rastrigin on [-5.12, 5.12]^d (d = 100 in GSSBO); minimum 0 at 0, u = 0.5."""
+def rastrigin100(d=100, noise_std=0.0, shift=0.0) -> ContinuousProblem:
+    """Rastrigin on [-5.12, 5.12]^d (d = 100 in GSSBO); minimum 0 at 0, u = 0.5; ``shift``: module docstring."""
     d = check_int("d", d, 1)
-    return _problem(f"rastrigin{d}", d, -5.12, 5.12, rastrigin_fn, 0.0, np.zeros(d), noise_std)
+    return _shifted(f"rastrigin{d}", d, -5.12, 5.12, rastrigin_fn, 0.0, np.zeros(d), noise_std, shift)
 
 
 CONTINUOUS_PROBLEMS = {

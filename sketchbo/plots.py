@@ -387,25 +387,33 @@ PANELS_PER_ROW = 3  # methods_figure's panels wrap onto rows of this many
 def methods_figure(argv, doc: str, name: str, hint: str, methods, panels_of=None) -> list[Path]:
     """A plot script's ``main``: one panel of cumulative regret per problem on which any of ``panels_of``
     (default: ``methods``) ran in ``--results``, every one of ``methods`` found there or in the result sets
-    given by ``--also`` (repeatable: runs another figure already made, e.g. GSSBO from Fig. 2's); ``doc``'s
-    first line is the description."""
+    given by ``--also`` (repeatable: runs another figure already made, e.g. GSSBO from Fig. 2's), laid out by
+    :func:`panel_rows`; ``doc``'s first line is the description."""
     parser = add_also(figure_parser(doc.splitlines()[0], "directory holding the runs (searched recursively)"))
     args = parser.parse_args(argv)
     own = load_results(args.results, hint)
     panels_of = methods if panels_of is None else panels_of
-    # standard problems first, then their shifted variants (sketchbo.problems.continuous: "<name>_shift<c>")
-    problems = sorted({r.problem for r in own if r.algorithm in panels_of}, key=lambda p: ("_shift" in p, p))
+    problems = sorted({r.problem for r in own if r.algorithm in panels_of})
     if not problems:
         raise ResultsError(f"no results of {', '.join(panels_of)} under {args.results} (found "
                            f"{sorted({r.algorithm for r in own})}); {hint}")
     results = own + also_results(args, hint)
-    cols = min(len(problems), PANELS_PER_ROW)
-    rows = math.ceil(len(problems) / cols)
-    fig, axes = pyplot().subplots(rows, cols, figsize=(4.8 * cols, 3.6 * rows), squeeze=False)
-    for ax in axes.ravel()[len(problems):]:
-        fig.delaxes(ax)
-    handles = regret_panels(axes.ravel(), problems, results, methods)
+    rows = panel_rows(problems)
+    cols = max(len(row) for row in rows)
+    fig, axes = pyplot().subplots(len(rows), cols, figsize=(4.8 * cols, 3.6 * len(rows)), squeeze=False)
+    for i, row in enumerate(rows):
+        for ax in axes[i, len(row):]:
+            fig.delaxes(ax)
+    handles = regret_panels([axes[i, j] for i, row in enumerate(rows) for j in range(len(row))],
+                            [problem for row in rows for problem in row], results, methods)
     return finish_with_legend(fig, handles, args.out or args.results, name)
+
+
+def panel_rows(problems) -> list[list[str]]:
+    """Rows of at most ``PANELS_PER_ROW`` panels: the standard problems, then on rows of their own the shifted
+    variants (``<name>_shift<c>``, sketchbo.problems.continuous), each sorted by name."""
+    groups = [sorted(p for p in problems if "_shift" not in p), sorted(p for p in problems if "_shift" in p)]
+    return [group[k:k + PANELS_PER_ROW] for group in groups for k in range(0, len(group), PANELS_PER_ROW)]
 
 
 def figure_parser(description: str, results_help: str) -> argparse.ArgumentParser:
@@ -433,6 +441,6 @@ __all__ = [
     "Result", "ResultsError", "LABELS", "COLORS", "load_result", "load_results", "pick", "problems_of",
     "cumulative_regret", "uniform_gap", "regret_ratio", "batch_size", "dict_size", "cumulative_time",
     "run_time", "mean_std", "thin", "pyplot", "band", "regret_panels", "seeds_note", "save_figure", "add_also",
-    "also_results", "methods_figure", "figure_parser",
+    "also_results", "methods_figure", "panel_rows", "figure_parser",
     "script_main",
 ]

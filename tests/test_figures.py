@@ -399,6 +399,28 @@ def test_fig4_plot_takes_missing_settings_and_references_from_also(tmp_path):
     check_figure(tmp_path, "gssbo_fig4")
 
 
+def test_fig9_puts_the_shifted_problems_on_a_second_row(tmp_path, monkeypatch):
+    """Panels wrap after three; the problems' shifted variants follow the standard ones."""
+    fig9 = load_module(SCRIPTS / "plot_gssbo_fig9.py")
+    problems = ["levy20", "powell50", "levy20_shift0.3", "powell50_shift0.3"]
+    for i, problem in enumerate(problems):
+        for algorithm in ("rembo", "gssbo"):
+            fake = type("G", (Fake,), {"algorithm": algorithm, "problem": problem})
+            tracking.write_results(tmp_path / "r" / f"{algorithm}{i}", fake(), {"seed_axis": "map"})
+    shown = {}
+
+    def keep(fig, handles, out_dir, name):
+        shown["titles"] = [ax.get_title(loc="left").split(" (")[0] for ax in fig.axes]
+        shown["rows"] = [ax.get_subplotspec().rowspan.start for ax in fig.axes]
+        return []
+
+    monkeypatch.setattr(plots, "finish_with_legend", keep)
+    fig9.main(["--results", str(tmp_path / "r"), "--out", str(tmp_path)])
+    assert shown["titles"] == ["levy20", "powell50", "levy20_shift0.3", "powell50_shift0.3"]
+    assert shown["rows"] == [0, 0, 1, 1]
+    assert plots.panel_rows(["c", "a", "b", "d", "a_shift1"]) == [["a", "b", "c"], ["d"], ["a_shift1"]]
+
+
 def test_gssbo_table_gives_regret_and_time_relative_to_gp_ucb(tmp_path, capsys):
     table = load_module(SCRIPTS / "table_gssbo.py")
 

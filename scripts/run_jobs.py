@@ -20,8 +20,8 @@ the jobs' directories as they are (checkpoints included, temporaries of half-don
 extracting an archive brought back into ``--results`` before the next call continues where the last call
 stopped: a job that a machine's time limit kills half-way resumes from its checkpoint (``checkpoint_every``
 rounds) as of the last archive. Files are replaced atomically (renamed into place), so an archive written
-beside a running job holds each file either before or after a write, never half of one. ``--stop-after S`` starts no job once S seconds have
-passed (a running job continues), for machines lent with a time limit.
+beside a running job holds each file either before or after a write, never half of one. ``--stop-after S``
+starts no job once S seconds have passed (a running job continues), for machines lent with a time limit.
 Bad input (a missing or malformed file, jobs of different dtypes) exits with status 2 and one line on stderr.
 """
 from __future__ import annotations

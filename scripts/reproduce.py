@@ -253,10 +253,8 @@ def describe_job(overrides: list[str], out: Path) -> Job:
 
 
 def job_label(result_set: str, job: Job, overrides: list[str], swept: set) -> str:
-    """``<result set> <problem> <algorithm> [problem.* and other swept key=value ...]`` (a ``problem.*`` key
-    changes the problem, e.g. ``problem.shift=0.3``: named whether swept or not)."""
-    keys = [o.split("=", 1)[0] for o in overrides]
-    others = [o for o, k in zip(overrides, keys) if (k in swept or k.startswith("problem.")) and k not in LABEL_KEYS]
+    """``<result set> <problem> <algorithm> [other swept key=value ...]``."""
+    others = [o for o in overrides if o.split("=", 1)[0] in swept and o.split("=", 1)[0] not in LABEL_KEYS]
     return " ".join([result_set, job.problem, job.algorithm, *others])
 
 

@@ -316,14 +316,6 @@ def test_paper_fig4_reads_fig2_runs_instead_of_running_them_again(tmp_path):
     assert "--also" not in quick  # the quick Fig. 4 runs its own (smaller) settings only
 
 
-def test_job_labels_name_swept_keys_and_every_problem_key():
-    job = reproduce.Job("sketchbo", "rembo", "levy20", 1000, Path("d"), ())
-    overrides = ["algorithm=rembo", "problem=levy20", "problem.shift=0.3", "T=1000", "algorithm.m=4"]
-    assert reproduce.job_label("fig9", job, overrides, set()) == "fig9 levy20 rembo problem.shift=0.3"
-    assert reproduce.job_label("fig9", job, overrides, {"algorithm.m", "problem"}) == \
-        "fig9 levy20 rembo problem.shift=0.3 algorithm.m=4"
-
-
 def test_a_read_result_set_runs_only_the_jobs_its_readers_select(tmp_path, monkeypatch):
     experiments = tiny_experiments(tmp_path, "algorithm=bbkb,eps_greedy,bkb problem=gp_sample,linear T=20 n_seeds=1")
     (experiments / "reader.yaml").write_text(

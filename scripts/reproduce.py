@@ -363,9 +363,11 @@ def stored(job: Job) -> list[dict] | None:
     if not job.results:
         return None
     cli, tracking = sketchbo_import()
+    from sketchbo.jobs import ADDED_KEYS
+
     summaries = []
     for directory, config in job.results:
-        summary, _ = tracking.load_complete(directory, config, ignore=cli.RUNTIME_KEYS)
+        summary, _ = tracking.load_complete(directory, config, ignore=cli.RUNTIME_KEYS, added=ADDED_KEYS)
         if summary is None:
             return None
         summaries.append(summary)

@@ -186,7 +186,8 @@ def write_comparisons(jobs: list[dict], results: Path, job_runner) -> None:
         if job.get("comparison"):
             groups.setdefault(job["comparison"], []).append(job)
     for directory, members in groups.items():
-        summaries = [tracking.load_complete(results / m["dir"], m["config"], ignore=job_runner.RUNTIME_KEYS)[0]
+        summaries = [tracking.load_complete(results / m["dir"], m["config"], ignore=job_runner.RUNTIME_KEYS,
+                                            added=job_runner.ADDED_KEYS)[0]
                      for m in members]
         if all(s is not None for s in summaries):
             config = members[0]["config"]

@@ -24,6 +24,9 @@ from sketchbo.runner import run
 # Config keys that do not change a result: a stored result whose config differs only here is complete.
 RUNTIME_KEYS = ("progress", "logger", "problem.data_dir", "problem.download", "compile_cache", "devices",
                 "checkpoint_every")
+# Config keys added after paper-scale results were stored, with the value those results ran with: a stored
+# config without the key is complete for a config that holds this value (tracking.load_complete's ``added``).
+ADDED_KEYS = {"problem.shift": 0.0}
 CHECKPOINT_FILE = "checkpoint.npz"  # a job's checkpoint inside its run directory (grid runs: grid/)
 
 
@@ -75,7 +78,7 @@ def remove_checkpoint(directory: Path) -> None:
 
 def completed(run_dir: Path, config: dict) -> dict | None:
     """The stored summary when ``run_dir`` holds the complete result of ``config`` (then it says so)."""
-    summary, why = tracking.load_complete(run_dir, config, ignore=RUNTIME_KEYS)
+    summary, why = tracking.load_complete(run_dir, config, ignore=RUNTIME_KEYS, added=ADDED_KEYS)
     if summary is not None:
         print(f"skipping: complete results in {run_dir}", flush=True)
     elif why:
@@ -130,5 +133,5 @@ def _check_continuous(name: str, problem, config: dict) -> None:
                          "Matérn-5/2 ARD kernel; use kernel=problem_default")
 
 
-__all__ = ["CHECKPOINT_FILE", "RUNTIME_KEYS", "build_problem", "checkpoint_args", "completed", "hyperparameters",
+__all__ = ["ADDED_KEYS", "CHECKPOINT_FILE", "RUNTIME_KEYS", "build_problem", "checkpoint_args", "completed", "hyperparameters",
            "kernel_override", "remove_checkpoint", "run_job", "uniform_gap", "write_comparison"]

@@ -187,12 +187,24 @@ def differences(a, b, prefix: str = "") -> list[str]:
     return [] if a == b else [prefix or "<root>"]
 
 
-def load_complete(run_dir, config: dict, ignore=()) -> tuple[dict | None, str]:
+def _lookup(config: dict, dotted: str):
+    """``(True, value)`` of a dotted key of ``config``, ``(False, None)`` when it is absent."""
+    node = config
+    for key in dotted.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return False, None
+        node = node[key]
+    return True, node
+
+
+def load_complete(run_dir, config: dict, ignore=(), added=None) -> tuple[dict | None, str]:
     """``(summary, "")`` when ``run_dir`` holds the complete result of ``config``, else ``(None, why)``.
 
     Complete: ``summary.json`` and ``traces.npz`` are present and load, the traces have every array with
     the summary's shape, and the summary's stored config equals ``config`` apart from the dotted keys
     in ``ignore`` (settings that do not change results, such as the progress display or the logger).
+    ``added`` maps dotted keys introduced after results were stored to the value that reproduces those
+    results: a stored config without such a key equals a config holding that value there.
     ``why`` is empty when there is no ``summary.json`` at all (nothing was finished there).
     """
     run_dir = Path(run_dir)
@@ -205,7 +217,10 @@ def load_complete(run_dir, config: dict, ignore=()) -> tuple[dict | None, str]:
         shape = (int(summary["n_seeds"]), int(summary["T"]))
     except (OSError, ValueError, KeyError, TypeError) as err:  # truncated or foreign file
         return None, f"unreadable summary.json ({type(err).__name__}: {err})"
-    diff = differences(_drop(stored, ignore), _drop(plain(config), ignore))
+    config = plain(config)
+    older = [key for key, value in (added or {}).items()
+             if not _lookup(stored, key)[0] and _lookup(config, key) == (True, value)]
+    diff = differences(_drop(stored, ignore), _drop(config, [*ignore, *older]))
     if diff:
         shown = ", ".join(diff[:5]) + (", ..." if len(diff) > 5 else "")
         return None, f"results of a different config (differs in {shown})"

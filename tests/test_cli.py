@@ -340,6 +340,21 @@ def test_load_complete_accepts_only_finished_results_of_the_same_config(tmp_path
     assert tracking.load_complete(tmp_path, CONFIG, RUNTIME_KEYS)[0] is None
 
 
+def test_results_stored_before_a_key_was_added_stay_complete_at_its_neutral_value(tmp_path):
+    """``problem.shift`` came after paper-scale results were stored: a config with shift 0 (what they ran with)
+    reuses them, any other shift does not, and a stored shift is compared as usual."""
+    from sketchbo.jobs import ADDED_KEYS
+    summary = tracking.write_results(tmp_path, FakeResult(), CONFIG)  # no problem.shift stored
+    now = {**CONFIG, "problem": {**CONFIG["problem"], "shift": 0.0}}
+    assert tracking.load_complete(tmp_path, now, RUNTIME_KEYS)[0] is None  # without ``added``: a difference
+    assert tracking.load_complete(tmp_path, now, RUNTIME_KEYS, added=ADDED_KEYS)[0] == summary
+    moved = {**CONFIG, "problem": {**CONFIG["problem"], "shift": 0.3}}
+    stored, why = tracking.load_complete(tmp_path, moved, RUNTIME_KEYS, added=ADDED_KEYS)
+    assert stored is None and "problem.shift" in why
+    tracking.write_results(tmp_path / "new", FakeResult(), moved)  # stored with a shift: compared as any key
+    assert tracking.load_complete(tmp_path / "new", now, RUNTIME_KEYS, added=ADDED_KEYS)[0] is None
+
+
 def test_round_metrics_follow_the_traces():
     traces = {**FakeResult.traces, "round_time_s": FakeResult.round_time_s}
     rows = tracking.round_metrics(traces, 0, uniform_gap=1.0)

@@ -20,7 +20,7 @@ Shifted variants (ours, not GSSBO's): ``levy20``, ``powell50`` and ``rastrigin10
 which translates the objective by o_i = c (upper - lower) (-1)^i, i = 0, ..., d - 1: f_c(x) = f(x - o) on the
 same box, minimiser x* + o (it must stay in the box), same f_min. At c = 0 it is the problem itself. The
 standard boxes of these three put the minimiser at or near the box centre, where the random-embedding methods
-(REMBO, HeSBO) map y = 0; alternating signs move it off every embedding's image of a constant vector.
+(REMBO, HeSBO) map y = 0; the alternating signs make o no multiple of (1, ..., 1).
 
 A :class:`ContinuousProblem` carries ``fn``, a pure JAX function of one point on the standard box,
 so that algorithms evaluate it inside their compiled program (``value``).

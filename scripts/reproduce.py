@@ -44,7 +44,10 @@ pooled over the timed jobs of the same algorithm on the same problem, else of th
 all ``sketchbo`` jobs (scripts: the same script). Timed jobs are those finished in this invocation (the
 wall time of their process, start-up and compilation included) and those already complete on disk (the
 ``wall_time_s`` recorded in their ``summary.json``: compilation included, process start-up not). The ETA is
-the sum of the estimates of this job and those after it; jobs nothing is known about yet are counted
+the sum of the estimates of this job and those after it. The other complete results in the same result sets
+count too (``wall_time_s``, algorithm, problem, T and seed count of their ``summary.json``): a job at 10
+seeds is estimated from the same algorithm's 1-seed run on the same problem, whose directory differs. Jobs
+nothing is known about yet are counted
 apart (``ETA >= 12 min, 2 jobs not timed yet``). Costs that grow faster than linearly in T (exact GP-UCB)
 are underestimated when T differs between the timed and the estimated job.
 
@@ -63,6 +66,7 @@ Powell50), but in a result set that the selected figures only read they select a
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shlex
@@ -402,6 +406,23 @@ class Estimator:
                 return sum(s[4] for s in pool) / sum(s[3] for s in pool) * job.evals
         return None
 
+    def add_stored(self, units: list[Unit]) -> None:
+        """Time the other complete results in the result sets of ``units``' jobs: those no job of ``units``
+        writes (other seed counts or overrides), read from their ``summary.json``."""
+        jobs = [job for unit in units for job in unit.jobs if job.kind == "sketchbo"]
+        owned = {job.directory for job in jobs}
+        for result_set in sorted({job.directory.parent for job in jobs}):
+            for path in sorted(result_set.glob("*/summary.json")):
+                if path.parent in owned or not (path.parent / "traces.npz").is_file():
+                    continue
+                try:
+                    s = json.loads(path.read_text())
+                    other = Job("sketchbo", s["algorithm"], s["problem"], int(s["T"]) * int(s["n_seeds"]),
+                                path.parent, ())
+                    self.add(other, float(s["wall_time_s"]))
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue  # unreadable or from another version: no estimate from it
+
     def remaining(self, units: list[Unit]) -> tuple[float, int]:
         """(estimated seconds, number of jobs without an estimate) of ``units``."""
         total, unknown = 0.0, 0
@@ -436,7 +457,9 @@ def progress_line(done: int, pending: list[Unit], estimator: Estimator) -> str:
 
 
 def split_complete(units: list[Unit], estimator: Estimator) -> tuple[list[Unit], list[Unit]]:
-    """(complete units, pending units); the recorded times of complete jobs feed the estimator."""
+    """(complete units, pending units); the recorded times of complete jobs, and of the other complete
+    results in their result sets, feed the estimator."""
+    estimator.add_stored(units)
     complete, pending = [], []
     for unit in units:
         summaries = [stored(job) for job in unit.jobs]

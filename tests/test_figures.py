@@ -257,6 +257,21 @@ def test_dry_run_skips_complete_jobs_and_estimates_the_rest_from_recorded_times(
                                                                                f"--out {REPO / 'figures' / 'quick'}")
 
 
+def test_estimate_reads_the_other_complete_results_of_the_result_set(tmp_path, capsys):
+    """A job at 2 seeds is estimated from a 1-seed result of the same algorithm and problem beside it (another
+    directory, which no selected job writes); an unreadable summary there is passed over."""
+    experiments = tiny_experiments(tmp_path, "algorithm=bbkb problem=gp_sample T=20 n_seeds=2")
+    result_set = tmp_path / "r" / "quick" / "tiny"
+    tracking.write_results(result_set / "T=20,algorithm=bbkb,n_seeds=1,problem=gp_sample", TimedFake(),
+                           {"seed_axis": "map"})
+    (result_set / "broken").mkdir()
+    (result_set / "broken" / "summary.json").write_text("{not json")
+    (result_set / "broken" / "traces.npz").write_bytes(b"")
+    reproduce.main(["quick", "--dry-run", "--experiments", str(experiments), "--results", str(tmp_path / "r")])
+    # 30 s for 20 evaluations of one seed: 60 s for T = 20 at 2 seeds
+    assert capsys.readouterr().out.splitlines()[0] == "# [0/1 done, 1 left] tiny gp_sample bbkb — ETA 60 s"
+
+
 def test_estimates_pool_the_same_algorithm_then_all_jobs():
     est = reproduce.Estimator()
 

@@ -36,7 +36,10 @@ jobs at once).
 Seeds. ``--seeds N`` sets ``n_seeds=N`` in every ``sketchbo`` job, ``--seeds ALGO=N`` (repeatable) for one
 algorithm config only, after the general value: ``--seeds 10 --seeds std_gp_ucb=3`` runs everything at 10
 seeds except GP-UCB at 3. The seed count is part of a job's directory name (Hydra's ``override_dirname``),
-so runs at different counts sit side by side; the plot scripts use the one with the most seeds.
+so runs at different counts sit side by side; the plot scripts use the one with the most seeds. A job
+whose seeds are all in a complete result beside it (the same config at more seeds from the same first seed,
+e.g. ``n_seeds=3`` for ``--seeds std_gp_ucb=1``) is skipped as complete: ``skipping: complete results in
+<that dir> (its seeds include those of <the job's dir>)``.
 
 Progress and estimate. Before each job: ``[3/14 done, 11 left] gssbo_fig2 hartmann6 gssbo — ETA 12 min``.
 The estimate of a job is a rate times its size T × n_seeds: the rate (seconds per evaluation and seed)
@@ -362,20 +365,47 @@ def plot_commands(specs: dict, figures: list[str], scale: str, results: Path, ou
 
 # ------------------------------------------------------------------------------ completeness, estimate
 
-def stored(job: Job) -> list[dict] | None:
-    """The summaries of a job's complete results, or None when any is missing (or unknown)."""
+def stored(job: Job) -> list[tuple[Path, dict]] | None:
+    """``(directory, summary)`` of each of a job's complete results, or None when any is missing (or unknown).
+    A result is found in its own directory or, for a single-algorithm job, in a sibling directory of the
+    same result set that holds the same config at more seeds from the same first seed (``covering``)."""
     if not job.results:
         return None
     cli, tracking = sketchbo_import()
     from sketchbo.jobs import ADDED_KEYS
 
-    summaries = []
+    found = []
     for directory, config in job.results:
         summary, _ = tracking.load_complete(directory, config, ignore=cli.RUNTIME_KEYS, added=ADDED_KEYS)
-        if summary is None:
+        if summary is not None:
+            found.append((directory, summary))
+        elif directory == job.directory and (other := covering(directory, config)) is not None:
+            found.append(other)
+        else:
             return None
-        summaries.append(summary)
-    return summaries
+    return found
+
+
+def covering(directory: Path, config: dict) -> tuple[Path, dict] | None:
+    """A complete result beside ``directory`` whose seeds include ``config``'s: its config equal but for a
+    larger ``n_seeds`` with the same first ``seed`` (seeds seed, ..., seed + n_seeds - 1; a seed's trajectory
+    does not depend on the others: tests/test_conformance.py). ``(directory, summary)`` or None."""
+    cli, tracking = sketchbo_import()
+    from sketchbo.jobs import ADDED_KEYS
+
+    for path in sorted(directory.parent.glob("*/summary.json")):
+        try:
+            stored_config = json.loads(path.read_text())["config"]
+            n_seeds = int(stored_config["n_seeds"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if path.parent == directory or n_seeds <= int(config["n_seeds"]):
+            continue
+        summary, _ = tracking.load_complete(path.parent, {**config, "n_seeds": n_seeds}, ignore=cli.RUNTIME_KEYS,
+                                            added=ADDED_KEYS)
+        if summary is not None:
+            return path.parent, summary
+    return None
 
 
 def has_checkpoint(unit: Unit) -> bool:
@@ -456,17 +486,27 @@ def progress_line(done: int, pending: list[Unit], estimator: Estimator) -> str:
     return f"{counts} {unit.label}{resume} — {eta(estimator, pending)}"
 
 
-def split_complete(units: list[Unit], estimator: Estimator) -> tuple[list[Unit], list[Unit]]:
+class Done(NamedTuple):
+    """A unit whose results are all complete, and the directories that hold them."""
+
+    unit: Unit
+    directories: tuple  # one per result: the job's own, or the sibling that covers its seeds (``covering``)
+
+
+def split_complete(units: list[Unit], estimator: Estimator) -> tuple[list[Done], list[Unit]]:
     """(complete units, pending units); the recorded times of complete jobs, and of the other complete
     results in their result sets, feed the estimator."""
     estimator.add_stored(units)
     complete, pending = [], []
     for unit in units:
-        summaries = [stored(job) for job in unit.jobs]
-        for job, found in zip(unit.jobs, summaries):
-            if found is not None:
-                estimator.add(job, sum(float(s.get("wall_time_s", 0.0)) for s in found))
-        (complete if all(s is not None for s in summaries) else pending).append(unit)
+        found = [stored(job) for job in unit.jobs]
+        for job, results in zip(unit.jobs, found):
+            if results is not None and all(d == job.directory or d.parent == job.directory for d, _ in results):
+                estimator.add(job, sum(float(s.get("wall_time_s", 0.0)) for _, s in results))  # (covering: added)
+        if all(results is not None for results in found):
+            complete.append(Done(unit, tuple(d for results in found for d, _ in results)))
+        else:
+            pending.append(unit)
     return complete, pending
 
 
@@ -537,11 +577,12 @@ def execute(cmd: list[str], env: dict) -> float:
     return elapsed
 
 
-def report_complete(complete: list[Unit], prefix: str = "") -> None:
-    for unit in complete:
-        for job in unit.jobs:
-            for directory, _ in job.results:
-                print(f"{prefix}skipping: complete results in {directory}", flush=True)
+def report_complete(complete: list[Done], prefix: str = "") -> None:
+    for done in complete:
+        asked = [directory for job in done.unit.jobs for directory, _ in job.results]
+        for wanted, directory in zip(asked, done.directories):
+            covers = "" if directory == wanted else f" (its seeds include those of {wanted.name})"
+            print(f"{prefix}skipping: complete results in {directory}{covers}", flush=True)
 
 
 def export_jobs(path: Path, pending: list[Unit], results: Path, scale: str) -> None:
@@ -583,7 +624,7 @@ def run_all(pending: list[Unit], done: int, estimator: Estimator, env: dict) -> 
             estimator.add(unit.jobs[0], seconds)
         else:  # a whole sweep: its jobs' recorded times
             for job in unit.jobs:
-                for summary in stored(job) or []:
+                for _, summary in stored(job) or []:
                     estimator.add(job, float(summary.get("wall_time_s", 0.0)))
         times.append((f"run  {unit.label}", seconds))
     return times

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -270,6 +271,27 @@ def test_estimate_reads_the_other_complete_results_of_the_result_set(tmp_path, c
     reproduce.main(["quick", "--dry-run", "--experiments", str(experiments), "--results", str(tmp_path / "r")])
     # 30 s for 20 evaluations of one seed: 60 s for T = 20 at 2 seeds
     assert capsys.readouterr().out.splitlines()[0] == "# [0/1 done, 1 left] tiny gp_sample bbkb — ETA 60 s"
+
+
+def test_a_job_whose_seeds_a_larger_result_beside_it_holds_is_complete(tmp_path, capsys):
+    """``--seeds 1`` beside a complete 2-seed result of the same config (seeds 0, 1): nothing to run. A 2-seed
+    result from another first seed does not hold seed 0, so the job runs."""
+    experiments = tiny_experiments(tmp_path, "algorithm=bbkb problem=gp_sample T=5 n_seeds=1")
+    specs = reproduce.load_specs(experiments)
+    (wide,) = reproduce.run_units(specs, ["tiny"], "quick", tmp_path / "r", [], {None: 2})
+    (wide_dir, config), = wide.jobs[0].results
+    tracking.write_results(wide_dir, Fake(), config)  # Fake: seeds 0 and 1, T = 5
+    dry_run = ["quick", "--dry-run", "--experiments", str(experiments), "--results", str(tmp_path / "r")]
+    reproduce.main(dry_run)
+    out = capsys.readouterr().out
+    asked = "T=5,algorithm=bbkb,n_seeds=1,problem=gp_sample"
+    assert out.splitlines()[0] == f"# skipping: complete results in {wide_dir} (its seeds include those of {asked})"
+    assert " -m sketchbo " not in out
+    shutil.rmtree(wide_dir)
+    tracking.write_results(wide_dir.parent / "from_seed_1", Fake(), {**config, "seed": 1})
+    reproduce.main(dry_run)
+    out = capsys.readouterr().out
+    assert "skipping" not in out and out.splitlines()[0].startswith("# [0/1 done, 1 left] tiny gp_sample bbkb")
 
 
 def test_estimates_pool_the_same_algorithm_then_all_jobs():

@@ -371,12 +371,9 @@ def stored(job: Job) -> list[tuple[Path, dict]] | None:
     same result set that holds the same config at more seeds from the same first seed (``covering``)."""
     if not job.results:
         return None
-    cli, tracking = sketchbo_import()
-    from sketchbo.jobs import ADDED_KEYS
-
     found = []
     for directory, config in job.results:
-        summary, _ = tracking.load_complete(directory, config, ignore=cli.RUNTIME_KEYS, added=ADDED_KEYS)
+        summary = complete_summary(directory, config)
         if summary is not None:
             found.append((directory, summary))
         elif directory == job.directory and (other := covering(directory, config)) is not None:
@@ -390,9 +387,6 @@ def covering(directory: Path, config: dict) -> tuple[Path, dict] | None:
     """A complete result beside ``directory`` whose seeds include ``config``'s: its config equal but for a
     larger ``n_seeds`` with the same first ``seed`` (seeds seed, ..., seed + n_seeds - 1; a seed's trajectory
     does not depend on the others: tests/test_conformance.py). ``(directory, summary)`` or None."""
-    cli, tracking = sketchbo_import()
-    from sketchbo.jobs import ADDED_KEYS
-
     for path in sorted(directory.parent.glob("*/summary.json")):
         try:
             stored_config = json.loads(path.read_text())["config"]
@@ -401,11 +395,18 @@ def covering(directory: Path, config: dict) -> tuple[Path, dict] | None:
             continue
         if path.parent == directory or n_seeds <= int(config["n_seeds"]):
             continue
-        summary, _ = tracking.load_complete(path.parent, {**config, "n_seeds": n_seeds}, ignore=cli.RUNTIME_KEYS,
-                                            added=ADDED_KEYS)
+        summary = complete_summary(path.parent, {**config, "n_seeds": n_seeds})
         if summary is not None:
             return path.parent, summary
     return None
+
+
+def complete_summary(directory: Path, config: dict) -> dict | None:
+    """The summary of the complete result of ``config`` in ``directory`` (as ``sketchbo-run`` checks it), or None."""
+    cli, tracking = sketchbo_import()
+    from sketchbo.jobs import ADDED_KEYS
+
+    return tracking.load_complete(directory, config, ignore=cli.RUNTIME_KEYS, added=ADDED_KEYS)[0]
 
 
 def has_checkpoint(unit: Unit) -> bool:

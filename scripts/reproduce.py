@@ -502,8 +502,9 @@ def split_complete(units: list[Unit], estimator: Estimator) -> tuple[list[Done],
     for unit in units:
         found = [stored(job) for job in unit.jobs]
         for job, results in zip(unit.jobs, found):
+            # its own results only: a covering sibling's time is already in (add_stored), at its own size
             if results is not None and all(d == job.directory or d.parent == job.directory for d, _ in results):
-                estimator.add(job, sum(float(s.get("wall_time_s", 0.0)) for _, s in results))  # (covering: added)
+                estimator.add(job, sum(float(s.get("wall_time_s", 0.0)) for _, s in results))
         if all(results is not None for results in found):
             complete.append(Done(unit, tuple(d for results in found for d, _ in results)))
         else:

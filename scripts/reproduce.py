@@ -403,10 +403,10 @@ def covering(directory: Path, config: dict) -> tuple[Path, dict] | None:
 
 def complete_summary(directory: Path, config: dict) -> dict | None:
     """The summary of the complete result of ``config`` in ``directory`` (as ``sketchbo-run`` checks it), or None."""
-    cli, tracking = sketchbo_import()
-    from sketchbo.jobs import ADDED_KEYS
+    sketchbo_import()
+    from sketchbo.jobs import stored_result
 
-    return tracking.load_complete(directory, config, ignore=cli.RUNTIME_KEYS, added=ADDED_KEYS)[0]
+    return stored_result(directory, config)[0]
 
 
 def has_checkpoint(unit: Unit) -> bool:

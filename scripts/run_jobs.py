@@ -179,16 +179,12 @@ def main(argv=None) -> int:
 def write_comparisons(jobs: list[dict], results: Path, job_runner) -> None:
     """``comparison.json`` of each comparison (``algorithm=compare``; its members' jobs name it) whose members
     are all complete, as ``sketchbo-run`` writes it."""
-    from sketchbo import tracking
-
     groups: dict[str, list[dict]] = {}
     for job in jobs:
         if job.get("comparison"):
             groups.setdefault(job["comparison"], []).append(job)
     for directory, members in groups.items():
-        summaries = [tracking.load_complete(results / m["dir"], m["config"], ignore=job_runner.RUNTIME_KEYS,
-                                            added=job_runner.ADDED_KEYS)[0]
-                     for m in members]
+        summaries = [job_runner.stored_result(results / m["dir"], m["config"])[0] for m in members]
         if all(s is not None for s in summaries):
             config = members[0]["config"]
             job_runner.write_comparison(results / directory, int(config["T"]), int(config["n_seeds"]),

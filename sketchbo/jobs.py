@@ -76,9 +76,15 @@ def remove_checkpoint(directory: Path) -> None:
         tracking.remove_temporaries(directory)
 
 
+def stored_result(run_dir: Path, config: dict) -> tuple[dict | None, str]:
+    """``tracking.load_complete`` as every job runner checks a result: ``RUNTIME_KEYS`` ignored, ``ADDED_KEYS``
+    at their old values (sketchbo-run, ``scripts/run_jobs.py``, ``scripts/reproduce.py``)."""
+    return tracking.load_complete(run_dir, config, ignore=RUNTIME_KEYS, added=ADDED_KEYS)
+
+
 def completed(run_dir: Path, config: dict) -> dict | None:
     """The stored summary when ``run_dir`` holds the complete result of ``config`` (then it says so)."""
-    summary, why = tracking.load_complete(run_dir, config, ignore=RUNTIME_KEYS, added=ADDED_KEYS)
+    summary, why = stored_result(run_dir, config)
     if summary is not None:
         print(f"skipping: complete results in {run_dir}", flush=True)
     elif why:
@@ -133,5 +139,6 @@ def _check_continuous(name: str, problem, config: dict) -> None:
                          "Matérn-5/2 ARD kernel; use kernel=problem_default")
 
 
-__all__ = ["ADDED_KEYS", "CHECKPOINT_FILE", "RUNTIME_KEYS", "build_problem", "checkpoint_args", "completed", "hyperparameters",
-           "kernel_override", "remove_checkpoint", "run_job", "uniform_gap", "write_comparison"]
+__all__ = ["ADDED_KEYS", "CHECKPOINT_FILE", "RUNTIME_KEYS", "build_problem", "checkpoint_args", "completed",
+           "hyperparameters", "kernel_override", "remove_checkpoint", "run_job", "stored_result", "uniform_gap",
+           "write_comparison"]

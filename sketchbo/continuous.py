@@ -53,6 +53,8 @@ class BOTraces(NamedTuple):
     row: jax.Array  # (T,) int32 row of D the query went into
     batch_index: jax.Array  # (T,) int32 round of each step
     dict_size: jax.Array  # (T,) int32 rows of the model used to choose the query
+    ucb: jax.Array  # (T,) UCB value of the query under the model that chose it (RoundInfo.ucb); NaN: initial design
+    planned_ucb: jax.Array  # () UCB value of the query the last round planned (NaN before the first fit)
     rounds: jax.Array  # () int32 rounds executed
 
 
@@ -184,7 +186,8 @@ def make_round(alg, problem: ContinuousProblem, static: BOStatic):
         tr = tr._replace(
             x=tr.x.at[t].set(x), reward=tr.reward.at[t].set(-fx + xi * noise[t]),
             regret=tr.regret.at[t].set(fx - problem.f_min), batch_index=tr.batch_index.at[t].set(tr.rounds),
-            dict_size=tr.dict_size.at[t].set(present(info.dict_size, 0)))
+            dict_size=tr.dict_size.at[t].set(present(info.dict_size, 0)),
+            ucb=tr.ucb.at[t].set(jnp.where(t < n0, jnp.nan, tr.planned_ucb)))
         return tr, noise, xi
 
     def round_(carry, keys: SeedKeys, noise, params, xi):
@@ -194,7 +197,8 @@ def make_round(alg, problem: ContinuousProblem, static: BOStatic):
                                          lambda st, _: st.t < T)
         pos = jnp.arange(T)
         valid = (pos >= t0) & (pos < state.t) & jnp.isfinite(tr.reward)  # a NaN/inf of f never reaches the GP
-        state, _ = finish_batch(alg, keys.resparsify, params, state, Feedback(tr.x, tr.reward, valid))
+        state, info = finish_batch(alg, keys.resparsify, params, state, Feedback(tr.x, tr.reward, valid))
+        tr = tr._replace(planned_ucb=jnp.asarray(present(info.ucb, jnp.nan), tr.ucb.dtype))
         rows = jnp.where(valid, n_before + jnp.cumsum(valid) - 1, tr.row)
         if merged:
             rows = jnp.where(valid & (pos >= n0), n_before, rows)
@@ -220,7 +224,8 @@ def make_program(alg, problem: ContinuousProblem, static: BOStatic, seed_axis: s
         noise = jax.random.normal(keys.noise, (T,), dtype=dt)
         tr = BOTraces(x=jnp.zeros((T, static.d), dt), reward=jnp.zeros((T,), dt), regret=jnp.zeros((T,), dt),
                       row=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
-                      dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32))
+                      dict_size=jnp.zeros((T,), jnp.int32), ucb=jnp.full((T,), jnp.nan, dt),
+                      planned_ucb=jnp.full((), jnp.nan, dt), rounds=jnp.zeros((), jnp.int32))
         return (state, tr), noise
 
     def chunk_all(keys, carry, noise, params, xi):
@@ -350,7 +355,7 @@ def _collect(s: _Setup, driven, wall0) -> RunResult:
     mean_f = p.uniform_mean if p.uniform_mean is not None else estimate_uniform_mean(p)
     traces = {"query": np.asarray(tr.row), "reward": np.asarray(tr.reward),
               "instant_regret": np.asarray(tr.regret, dtype=np.float64), "batch_index": np.asarray(tr.batch_index),
-              "dict_size": np.asarray(tr.dict_size), "x": np.asarray(tr.x)}
+              "dict_size": np.asarray(tr.dict_size), "x": np.asarray(tr.x), "ucb": np.asarray(tr.ucb)}
     hyper = {**s.hyper, "capacity_final": driven.capacities["cap"], "M_static": model_rows(s.algorithm, s.hyper, s.T),
              "xi": p.noise_std, "uniform_mean": mean_f}
     return result(s.algorithm, p.name, s.T, s.seeds, traces, np.asarray(tr.rounds), mean_f - p.f_min, driven, wall0,

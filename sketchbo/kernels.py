@@ -32,6 +32,15 @@ def sq_dist(X, Y):
     return jnp.maximum(x2 + y2 - 2.0 * mm(X, Y.T), 0.0)
 
 
+def gram(kernel: Kernel, params, X):
+    """K(X, X) (n, n) with its diagonal from ``kernel.diag``: exact for stationary kernels (k(x, x) = the output
+    variance on every row), where the expanded squared distance of :func:`sq_dist` leaves a rounding residue (up to
+    2e-13 relative, measured in float64), different per row and per compiled program. A greedy pivot choice on K starts at an exact tie
+    of the diagonal; with the residue, rounding (a vmapped program's reductions, another fusion) would decide it."""
+    n = X.shape[0]
+    return kernel.k(params, X, X).at[jnp.arange(n), jnp.arange(n)].set(kernel.diag(params, X))
+
+
 def _rbf_k(params, X, Y):
     return jnp.exp(-sq_dist(X, Y) / (2.0 * params["sigma2"]))
 

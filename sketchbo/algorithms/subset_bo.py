@@ -49,7 +49,7 @@ import jax.numpy as jnp
 from sketchbo import acquisition
 from sketchbo.algorithms.common import Algorithm, Feedback, RoundInfo, StepInfo
 from sketchbo.gp import hyper, nystrom, subset
-from sketchbo.kernels import get_kernel
+from sketchbo.kernels import get_kernel, gram
 
 MATERN = get_kernel("matern52")
 
@@ -243,7 +243,7 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
             return ipa_rows(state, valid, y, M)
         if selection == "named":  # GSSBO's named rule (PROTOCOLS §9)
             return subset.gssbo_subset(rule, key, state.hyper, data.x, y, valid, forced, M, params.sigma_d2)
-        K = MATERN.k(hyper.kernel_params(state.hyper), data.x, data.x)
+        K = gram(MATERN, hyper.kernel_params(state.hyper), data.x)  # exact diagonal: the first pivot's tie by index
         if selection == "kmeanspp":
             return subset.kmeanspp_subset(key, K, valid, forced, M)
         return subset.pivoted_cholesky_subset(K, valid, jnp.zeros_like(valid), M)  # "pivoted"
@@ -308,7 +308,7 @@ def ipa_quality(state: BOState, valid, y):
 def ipa_rows(state: BOState, valid, y, M: int):
     """IPA (Moss, Ober & Picheny 2023): M inducing points among the samples by the greedy MAP of the DPP with
     L = diag(q) K diag(q) (``subset.quality_dpp_subset``), q = :func:`ipa_quality`."""
-    K = MATERN.k(hyper.kernel_params(state.hyper), state.data.x, state.data.x)
+    K = gram(MATERN, hyper.kernel_params(state.hyper), state.data.x)
     return subset.quality_dpp_subset(K, ipa_quality(state, valid, y), valid, M)
 
 

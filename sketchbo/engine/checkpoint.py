@@ -20,7 +20,7 @@ import numpy as np
 
 from sketchbo import tracking
 
-CHECKPOINT_FORMAT = "sketchbo.checkpoint/2"  # tag of the identity stored in every checkpoint
+CHECKPOINT_FORMAT = "sketchbo.checkpoint/3"  # tag of the identity stored in every checkpoint (3: box traces hold ucb)
 
 
 def run_identity(algorithm: str, problem: dict, hyperparameters, *, T: int, seeds, dtype: str, seed_axis: str,

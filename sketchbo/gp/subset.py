@@ -36,6 +36,7 @@ import jax.numpy as jnp
 
 from sketchbo import linalg
 from sketchbo.gp import hyper
+from sketchbo.kernels import gram
 
 
 def forced_rows(n, n0: int, cap: int):
@@ -165,7 +166,7 @@ def gssbo_subset(rule: str, key, h: hyper.GPHyper, X, y, valid, forced, M: int, 
     """GSSBO's subset (Alg. 1 L12-14) by the rule named in :data:`SELECTIONS`, with hyperparameters ``h``:
     X (n, d), y (n,) the buffer's rows and rewards, ``valid`` / ``forced`` (n,) bool."""
     if rule == "pivoted":
-        return pivoted_cholesky_subset(hyper.MATERN.k(hyper.kernel_params(h), X, X), valid, forced, M)
+        return pivoted_cholesky_subset(gram(hyper.MATERN, hyper.kernel_params(h), X), valid, forced, M)
     if rule not in SELECTIONS:
         raise ValueError(f"selection={rule!r} is not a GSSBO subset rule; choose one of {list(SELECTIONS)}")
     G = gradient_vectors(h, X, y, valid)

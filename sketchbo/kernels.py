@@ -33,10 +33,11 @@ def sq_dist(X, Y):
 
 
 def gram(kernel: Kernel, params, X):
-    """K(X, X) (n, n) with its diagonal from ``kernel.diag``: exact for stationary kernels (k(x, x) = the output
-    variance on every row), where the expanded squared distance of :func:`sq_dist` leaves a rounding residue (up to
-    2e-13 relative, measured in float64), different per row and per compiled program. A greedy pivot choice on K starts at an exact tie
-    of the diagonal; with the residue, rounding (a vmapped program's reductions, another fusion) would decide it."""
+    """K(X, X) (n, n) with its diagonal from ``kernel.diag``: exact for stationary kernels (k(x, x) = the
+    output variance on every row), where the expanded squared distance of :func:`sq_dist` leaves a rounding
+    residue (up to 2e-13 relative, measured in float64), different per row and per compiled program. A greedy
+    pivot choice on K without forced rows starts at an exact tie of the diagonal; with the residue, rounding (a
+    vmapped program's reductions, another fusion) would decide it, so the selections build K with this."""
     n = X.shape[0]
     return kernel.k(params, X, X).at[jnp.arange(n), jnp.arange(n)].set(kernel.diag(params, X))
 

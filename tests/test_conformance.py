@@ -10,7 +10,6 @@ one per model engine (subset, Nyström, all rows), run by default; the others wi
 from __future__ import annotations
 
 import inspect
-import os
 from contextlib import contextmanager
 
 import jax
@@ -24,8 +23,7 @@ from sketchbo.algorithms import (
     ALGORITHMS, BO_ALGORITHMS, REGISTRY, ArmSet, BOParams, BoxSet, BOStatic, Feedback, Params, RoundInfo, Static,
     StepInfo, build, build_bo, rule_name,
 )
-from sketchbo.algorithms.subset_bo import MATERN, _nystrom_predict, data_mean, data_valid
-from sketchbo.gp import hyper as gp_hyper
+from sketchbo.algorithms.subset_bo import _nystrom_predict, data_mean, data_valid
 from sketchbo.kernels import kernel_params
 from sketchbo.problems import make_problem
 from sketchbo.runner import run

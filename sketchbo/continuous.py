@@ -187,7 +187,7 @@ def make_round(alg, problem: ContinuousProblem, static: BOStatic):
             x=tr.x.at[t].set(x), reward=tr.reward.at[t].set(-fx + xi * noise[t]),
             regret=tr.regret.at[t].set(fx - problem.f_min), batch_index=tr.batch_index.at[t].set(tr.rounds),
             dict_size=tr.dict_size.at[t].set(present(info.dict_size, 0)),
-            ucb=tr.ucb.at[t].set(jnp.where(t < n0, jnp.nan, tr.planned_ucb)))
+            ucb=tr.ucb.at[t].set(tr.planned_ucb))  # NaN in the design: no model planned it
         return tr, noise, xi
 
     def round_(carry, keys: SeedKeys, noise, params, xi):

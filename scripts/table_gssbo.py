@@ -7,7 +7,9 @@ time relative to GP-UCB's. Printed as a Markdown table (README's tables are this
     python scripts/table_gssbo.py --results results/paper/gssbo_fig2
     python scripts/table_gssbo.py --results results/paper/gssbo_fig4 --also results/paper/gssbo_fig2 --json t.json
 
-Per (problem, algorithm, GSSBO's Z) the result with the longest horizon and then the most seeds is used.
+Per (problem, algorithm, GSSBO's Z) the result with the longest horizon and then the most seeds is used; runs of
+one config on disjoint seeds (``seed=0 n_seeds=3`` and ``seed=3 n_seeds=7``) count as one result
+(``sketchbo.plots.join_seed_slices``), whose ``path`` names its directories joined by `` + ``.
 GP-UCB's ratios are left empty on problems without a GP-UCB run. Times compare only within one machine and
 load: each row states the device its run recorded.
 """
@@ -66,7 +68,7 @@ def rows(results) -> list[dict]:
                 "regret_mean": float(np.mean(final)), "regret_std": float(np.std(final)),
                 "regret_vs_gp_ucb": float(np.mean(final)) / ref_regret if ref_regret else None,
                 "exec_s_per_seed": seconds, "time_vs_gp_ucb": seconds / ref_time if ref_time else None,
-                "device": res.summary.get("device", ""), "dtype": res.summary.get("dtype", ""), "path": str(res.path),
+                "device": res.summary.get("device", ""), "dtype": res.summary.get("dtype", ""), "path": " + ".join(str(p.path) for p in res.parts or (res,)),
             })
     return out
 

@@ -65,6 +65,7 @@ class Result:
     path: Path
     summary: dict
     traces: dict
+    parts: tuple = ()  # the results of disjoint seed slices this one joins (:func:`join_seed_slices`); () when one run
 
     @property
     def algorithm(self) -> str:
@@ -123,7 +124,8 @@ def load_result(run_dir) -> Result:
 
 
 def load_results(root, hint: str = "") -> list[Result]:
-    """Every complete result under ``root`` (each directory holding a ``summary.json``), sorted by path.
+    """Every complete result under ``root`` (each directory holding a ``summary.json``), sorted by path, with
+    runs of one configuration on disjoint seeds joined into one result (:func:`join_seed_slices`).
 
     A result whose ``traces.npz`` is missing or unreadable is an error (the run that wrote it did not
     finish; re-running its command completes it). ResultsError when ``root`` holds no result at all;
@@ -136,7 +138,71 @@ def load_results(root, hint: str = "") -> list[Result]:
     results = [load_result(p.parent) for p in sorted(root.rglob("summary.json"))]
     if not results:
         raise ResultsError(f"no results (no summary.json) under {root}{hint}")
-    return results
+    return join_seed_slices(results)
+
+
+# Config keys that change neither the trajectories nor how the times read: runs that differ only in them
+# (and in their seeds) are slices of one experiment. Hydra's override_dirname leaves the same keys out.
+SLICE_FREE_KEYS = ("seed", "n_seeds", "progress", "compile_cache", "checkpoint_every", "devices", "logger", "experiment")
+
+
+def slice_identity(result: Result) -> str | None:
+    """What runs must share to be joined: algorithm, problem, T, device, dtype and the config without
+    :data:`SLICE_FREE_KEYS`; None for a result that cannot be joined (no ``config``/``seeds`` recorded)."""
+    config, seeds = result.summary.get("config"), result.summary.get("seeds")
+    if not isinstance(config, dict) or not isinstance(seeds, list):
+        return None
+    kept = {k: v for k, v in config.items() if k not in SLICE_FREE_KEYS}
+    shared = [result.algorithm, result.problem, result.T, result.summary.get("device"), result.summary.get("dtype"), kept]
+    return json.dumps(shared, sort_keys=True, default=str)
+
+
+def join_seed_slices(results) -> list[Result]:
+    """``results`` with the runs of one configuration whose seeds are pairwise disjoint joined into one result
+    (e.g. ``seed=0 n_seeds=3`` and ``seed=3 n_seeds=7``: seeds 0-9). Each seed's trajectory depends only on
+    its own seed (the conformance suite checks that a seed run alone or among others gives the same
+    trajectory), so the joined result is the run of all its seeds. A group whose seeds overlap is left as it
+    is (:func:`pick` then takes the one with the most seeds). Joined results are named on stderr."""
+    groups: dict[str, list[Result]] = {}
+    out = []
+    for res in results:
+        key = slice_identity(res)
+        (groups.setdefault(key, []) if key is not None else out).append(res)
+    for group in groups.values():
+        seeds = [s for res in group for s in res.summary["seeds"]]
+        if len(group) == 1 or len(set(seeds)) != len(seeds):
+            out.extend(group)
+            continue
+        group.sort(key=lambda r: min(r.summary["seeds"]))
+        joined = joined_result(group)
+        names = ", ".join(f"{seed_span(r.summary['seeds'])} ({r.path})" for r in group)
+        print(f"note: {joined.algorithm} on {joined.problem}: seeds {names} read as one result of "
+              f"{joined.n_seeds} seeds", file=sys.stderr)
+        out.append(joined)
+    return sorted(out, key=lambda r: str(r.path))
+
+
+def seed_span(seeds) -> str:
+    """'0-2' for [0, 1, 2], '4' for [4], '1,5' otherwise."""
+    seeds = [int(s) for s in seeds]
+    if len(seeds) > 1 and seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ",".join(map(str, seeds))
+
+
+def joined_result(parts: list[Result]) -> Result:
+    """One result of ``parts`` (same configuration, disjoint seeds, in order): per-seed traces and summary
+    lists concatenated; ``wall_time_s`` and ``compile_time_s`` summed over the jobs; round times stay with
+    each part (:func:`run_time`, :func:`cumulative_time`). Its path is the first part's."""
+    first = parts[0].summary
+    summary = dict(first, n_seeds=sum(p.n_seeds for p in parts), seeds=[s for p in parts for s in p.summary["seeds"]],
+                   wall_time_s=sum(float(p.summary.get("wall_time_s", 0.0)) for p in parts),
+                   compile_time_s=sum(float(p.summary.get("compile_time_s", 0.0)) for p in parts))
+    for key in tracking.PER_SEED_KEYS:
+        if all(key in p.summary for p in parts):
+            summary[key] = [v for p in parts for v in p.summary[key]]
+    traces = {key: np.concatenate([p.traces[key] for p in parts]) for key in TRACE_KEYS}
+    return Result(parts[0].path, summary, traces, parts=tuple(parts))
 
 
 def load_npz(results, filename: str, keys, hint: str = "") -> dict:
@@ -242,6 +308,8 @@ def cumulative_time(result: Result) -> np.ndarray:
     the time of one seed, as in the papers' plots. With ``vmap`` (seeds together, on accelerators) it is
     the time of the whole job. The spread over seeds only comes from their different batch schedules.
     """
+    if result.parts:  # joined seed slices: each part's own rounds
+        return np.concatenate([cumulative_time(p) for p in result.parts])
     rounds = np.cumsum(np.asarray(result.traces["round_time_s"], dtype=np.float64)) * time_scale(result)
     batch = np.asarray(result.traces["batch_index"]).astype(np.int64)
     if rounds.size == 0:
@@ -250,7 +318,10 @@ def cumulative_time(result: Result) -> np.ndarray:
 
 
 def run_time(result: Result) -> float:
-    """Wall time (s) of the whole run for one seed (see :func:`cumulative_time`); compilation excluded."""
+    """Wall time (s) of the whole run for one seed (see :func:`cumulative_time`); compilation excluded. Of
+    joined seed slices: the parts' times weighted by their seed counts."""
+    if result.parts:
+        return sum(p.n_seeds * run_time(p) for p in result.parts) / result.n_seeds
     return float(np.sum(np.asarray(result.traces["round_time_s"], dtype=np.float64)) * time_scale(result))
 
 

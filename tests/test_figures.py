@@ -171,6 +171,44 @@ def test_curves_read_back_from_result_files(tmp_path, seed_axis, scale):
     assert plots.run_time(res) == pytest.approx(0.6 * scale)
 
 
+def test_runs_of_one_config_on_disjoint_seeds_read_as_one_result(tmp_path, capsys):
+    """Seeds 0-1 and seed 2 of one config (written by ``seed=0 n_seeds=2`` and ``seed=2 n_seeds=1``) load as one
+    3-seed result: per-seed traces and summary lists in seed order, each part's round times for its own seeds.
+    Overlapping seeds, another config or another device are not joined."""
+    class Third(Fake):
+        seeds, n_seeds = [2], 1
+        traces = {key: value[1:] * 3 for key, value in Fake.traces.items()}
+        round_time_s = np.array([1.0, 2.0])
+        cumulative_regret, regret_ratio = Fake.cumulative_regret[1:] * 3, Fake.regret_ratio[1:] * 3
+        n_batches, max_batch_size, max_dict_size = Fake.n_batches[1:], Fake.max_batch_size[1:], Fake.max_dict_size[1:]
+        wall_time_s = 4.0
+
+    config = {"seed_axis": "map", "algorithm": {"name": "bbkb", "qbar": 2.0}, "progress": True}
+    tracking.write_results(tmp_path / "a", Fake(), {**config, "seed": 0, "n_seeds": 2})
+    tracking.write_results(tmp_path / "b", Third(), {**config, "seed": 2, "n_seeds": 1, "progress": False})
+    (res,) = plots.load_results(tmp_path)
+    assert res.n_seeds == 3 and res.summary["seeds"] == [0, 1, 2] and [p.path for p in res.parts] == [
+        tmp_path / "a", tmp_path / "b"]
+    assert "seeds 0-1 (" in capsys.readouterr().err
+    np.testing.assert_allclose(plots.cumulative_regret(res)[:, -1], [3.0, 2.0, 6.0])
+    np.testing.assert_allclose(res.summary["cumulative_regret"], [3.0, 2.0, 6.0])
+    assert res.summary["wall_time_s"] == pytest.approx(5.0)
+    # seeds in sequence: Fake's rounds 0.6 s for two seeds (0.3 each), Third's 3.0 s for its one seed
+    np.testing.assert_allclose(plots.cumulative_time(res)[2], [1.0, 1.0, 1.0, 3.0, 3.0])
+    np.testing.assert_allclose(plots.cumulative_time(res)[0], [0.05, 0.15, 0.15, 0.3, 0.3])
+    assert plots.run_time(res) == pytest.approx((2 * 0.3 + 3.0) / 3)
+    for other, change in (("overlap", {"seed": 1}), ("qbar", {"algorithm": {"name": "bbkb", "qbar": 5.0}})):
+        root = tmp_path / other
+        tracking.write_results(root / "a", Fake(), {**config, "seed": 0, "n_seeds": 2})
+        third = type("T", (Third,), {"seeds": [1]} if other == "overlap" else {})
+        tracking.write_results(root / "b", third(), {**config, "seed": 2, "n_seeds": 1, **change})
+        assert sorted(r.n_seeds for r in plots.load_results(root)) == [1, 2]
+    tracking.write_results(tmp_path / "gpu" / "a", Fake(), {**config, "seed": 0, "n_seeds": 2})
+    gpu = type("G", (Third,), {"device": "gpu:cuda"})
+    tracking.write_results(tmp_path / "gpu" / "b", gpu(), {**config, "seed": 2, "n_seeds": 1})
+    assert sorted(r.n_seeds for r in plots.load_results(tmp_path / "gpu")) == [1, 2]
+
+
 def test_panel_titles_state_the_seed_counts():
     """Issue 16: a figure with fewer seeds for some methods says so in each panel."""
     def res(algorithm, n):

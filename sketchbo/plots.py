@@ -509,7 +509,7 @@ def script_main(main, argv=None) -> None:
 
 
 __all__ = [
-    "Result", "ResultsError", "LABELS", "COLORS", "load_result", "load_results", "pick", "problems_of",
+    "Result", "ResultsError", "LABELS", "COLORS", "load_result", "load_results", "join_seed_slices", "pick", "problems_of",
     "cumulative_regret", "uniform_gap", "regret_ratio", "batch_size", "dict_size", "cumulative_time",
     "run_time", "mean_std", "thin", "pyplot", "band", "regret_panels", "seeds_note", "save_figure", "add_also",
     "also_results", "methods_figure", "panel_rows", "figure_parser",

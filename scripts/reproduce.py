@@ -37,9 +37,10 @@ Seeds. ``--seeds N`` sets ``n_seeds=N`` in every ``sketchbo`` job, ``--seeds ALG
 algorithm config only, after the general value: ``--seeds 10 --seeds std_gp_ucb=3`` runs everything at 10
 seeds except GP-UCB at 3. The seed count is part of a job's directory name (Hydra's ``override_dirname``),
 so runs at different counts sit side by side; the plot scripts use the one with the most seeds. A job
-whose seeds are all in a complete result beside it (the same config at more seeds from the same first seed,
-e.g. ``n_seeds=3`` for ``--seeds std_gp_ucb=1``) is skipped as complete: ``skipping: complete results in
-<that dir> (its seeds include those of <the job's dir>)``.
+whose seeds are all in a complete result beside it (the same config on seeds that include its own, e.g.
+``n_seeds=3`` for ``--seeds std_gp_ucb=1``), or in complete results beside it on consecutive disjoint seeds
+(``seed=0 n_seeds=3`` and ``seed=3 n_seeds=7`` for ``n_seeds=10``: the plots read those as one result), is
+skipped as complete: ``skipping: complete results in <that dir> (its seeds include those of <the job's dir>)``.
 
 Progress and estimate. Before each job: ``[3/14 done, 11 left] gssbo_fig2 hartmann6 gssbo — ETA 12 min``.
 The estimate of a job is a rate times its size T × n_seeds: the rate (seconds per evaluation and seed)
@@ -365,40 +366,56 @@ def plot_commands(specs: dict, figures: list[str], scale: str, results: Path, ou
 
 # ------------------------------------------------------------------------------ completeness, estimate
 
-def stored(job: Job) -> list[tuple[Path, dict]] | None:
-    """``(directory, summary)`` of each of a job's complete results, or None when any is missing (or unknown).
-    A result is found in its own directory or, for a single-algorithm job, in a sibling directory of the
-    same result set that holds the same config at more seeds from the same first seed (``covering``)."""
+def stored(job: Job) -> list[tuple[tuple[Path, ...], tuple[dict, ...]]] | None:
+    """Per result of a job, the directories holding it and their summaries; None when any result is missing (or
+    unknown). A result is found in its own directory or, for a single-algorithm job, in sibling directories of
+    the same result set that hold the same config on seeds that include its own (``covering``)."""
     if not job.results:
         return None
     found = []
     for directory, config in job.results:
         summary = complete_summary(directory, config)
         if summary is not None:
-            found.append((directory, summary))
-        elif directory == job.directory and (other := covering(directory, config)) is not None:
-            found.append(other)
+            found.append(((directory,), (summary,)))
+        elif directory == job.directory and (others := covering(directory, config)) is not None:
+            found.append((tuple(d for d, _ in others), tuple(s for _, s in others)))
         else:
             return None
     return found
 
 
-def covering(directory: Path, config: dict) -> tuple[Path, dict] | None:
-    """A complete result beside ``directory`` whose seeds include ``config``'s: its config equal but for a
-    larger ``n_seeds`` with the same first ``seed`` (seeds seed, ..., seed + n_seeds - 1; a seed's trajectory
-    does not depend on the others: tests/test_conformance.py). ``(directory, summary)`` or None."""
+def covering(directory: Path, config: dict) -> list[tuple[Path, dict]] | None:
+    """Complete results beside ``directory`` that hold ``config``'s seeds (seed, ..., seed + n_seeds - 1): the
+    same config but for ``seed`` and ``n_seeds``, either one result whose seeds include them or consecutive
+    results on disjoint seeds (``seed=0 n_seeds=3`` and ``seed=3 n_seeds=7`` for seeds 0-9: the plots read them
+    as one result, ``plots.join_seed_slices``). A seed's trajectory does not depend on the others
+    (tests/test_conformance.py). ``[(directory, summary), ...]`` or None."""
+    first, n = int(config["seed"]), int(config["n_seeds"])
+    slices = []  # (first seed, seed count, directory, summary) of every complete sibling of the same config
     for path in sorted(directory.parent.glob("*/summary.json")):
         try:
             stored_config = json.loads(path.read_text())["config"]
-            n_seeds = int(stored_config["n_seeds"])
+            seed, count = int(stored_config["seed"]), int(stored_config["n_seeds"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if path.parent == directory or n_seeds <= int(config["n_seeds"]):
+        if path.parent == directory:
             continue
-        summary = complete_summary(path.parent, {**config, "n_seeds": n_seeds})
+        summary = complete_summary(path.parent, {**config, "seed": seed, "n_seeds": count})
         if summary is not None:
-            return path.parent, summary
-    return None
+            slices.append((seed, count, path.parent, summary))
+    for seed, count, found, summary in sorted(slices, key=lambda c: -c[1]):
+        if seed <= first and first + n <= seed + count:
+            return [(found, summary)]
+    chain, end = [], first
+    while end < first + n:
+        # the first slice holds the first seed; each next one starts where the chain ends (disjoint seeds)
+        after = [c for c in slices if (c[0] == end if chain else c[0] <= end < c[0] + c[1])]
+        if not after:
+            return None
+        seed, count, found, summary = max(after, key=lambda c: c[1])
+        chain.append((found, summary))
+        end = seed + count
+    return chain
 
 
 def complete_summary(directory: Path, config: dict) -> dict | None:
@@ -491,7 +508,7 @@ class Done(NamedTuple):
     """A unit whose results are all complete, and the directories that hold them."""
 
     unit: Unit
-    directories: tuple  # one per result: the job's own, or the sibling that covers its seeds (``covering``)
+    directories: tuple  # per result, a tuple: the job's own directory, or the siblings that cover its seeds (``covering``)
 
 
 def split_complete(units: list[Unit], estimator: Estimator) -> tuple[list[Done], list[Unit]]:
@@ -503,10 +520,10 @@ def split_complete(units: list[Unit], estimator: Estimator) -> tuple[list[Done],
         found = [stored(job) for job in unit.jobs]
         for job, results in zip(unit.jobs, found):
             # its own results only: a covering sibling's time is already in (add_stored), at its own size
-            if results is not None and all(d == job.directory or d.parent == job.directory for d, _ in results):
-                estimator.add(job, sum(float(s.get("wall_time_s", 0.0)) for _, s in results))
+            if results is not None and all(len(ds) == 1 and job.directory in (ds[0], ds[0].parent) for ds, _ in results):
+                estimator.add(job, sum(float(s.get("wall_time_s", 0.0)) for _, ss in results for s in ss))
         if all(results is not None for results in found):
-            complete.append(Done(unit, tuple(d for results in found for d, _ in results)))
+            complete.append(Done(unit, tuple(ds for results in found for ds, _ in results)))
         else:
             pending.append(unit)
     return complete, pending
@@ -582,9 +599,13 @@ def execute(cmd: list[str], env: dict) -> float:
 def report_complete(complete: list[Done], prefix: str = "") -> None:
     for done in complete:
         asked = [directory for job in done.unit.jobs for directory, _ in job.results]
-        for wanted, directory in zip(asked, done.directories):
-            covers = "" if directory == wanted else f" (its seeds include those of {wanted.name})"
-            print(f"{prefix}skipping: complete results in {directory}{covers}", flush=True)
+        for wanted, directories in zip(asked, done.directories):
+            if directories == (wanted,):
+                print(f"{prefix}skipping: complete results in {wanted}", flush=True)
+            else:
+                theirs = "its seeds include" if len(directories) == 1 else "their seeds include"
+                print(f"{prefix}skipping: complete results in {' + '.join(map(str, directories))} ({theirs} those of "
+                      f"{wanted.name})", flush=True)
 
 
 def export_jobs(path: Path, pending: list[Unit], results: Path, scale: str) -> None:
@@ -626,8 +647,8 @@ def run_all(pending: list[Unit], done: int, estimator: Estimator, env: dict) -> 
             estimator.add(unit.jobs[0], seconds)
         else:  # a whole sweep: its jobs' recorded times
             for job in unit.jobs:
-                for _, summary in stored(job) or []:
-                    estimator.add(job, float(summary.get("wall_time_s", 0.0)))
+                for _, summaries in stored(job) or []:
+                    estimator.add(job, sum(float(s.get("wall_time_s", 0.0)) for s in summaries))
         times.append((f"run  {unit.label}", seconds))
     return times
 

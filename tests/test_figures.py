@@ -332,6 +332,39 @@ def test_a_job_whose_seeds_a_larger_result_beside_it_holds_is_complete(tmp_path,
     assert "skipping" not in out and out.splitlines()[0].startswith("# [0/1 done, 1 left] tiny gp_sample bbkb")
 
 
+def one_seed_fake(seed: int):
+    """Fake's row 0 as the one-seed result of ``seed``."""
+    per_seed = ("cumulative_regret", "regret_ratio", "n_batches", "max_batch_size", "max_dict_size")
+    return type("OneSeed", (Fake,), {"seeds": [seed], "n_seeds": 1,
+                                     "traces": {key: value[:1] for key, value in Fake.traces.items()},
+                                     **{key: getattr(Fake, key)[:1] for key in per_seed}})()
+
+
+def test_a_job_whose_seeds_consecutive_results_beside_it_hold_is_complete(tmp_path, capsys):
+    """``--seeds 2`` beside complete one-seed results of the same config from seeds 0 and 1 (a result extended
+    by a later first seed, as the plots join them): nothing to run. Seeds 0 and 2 leave seed 1 out: it runs."""
+    experiments = tiny_experiments(tmp_path, "algorithm=bbkb problem=gp_sample T=5 n_seeds=1")
+    specs = reproduce.load_specs(experiments)
+    (unit,) = reproduce.run_units(specs, ["tiny"], "quick", tmp_path / "r", [], {None: 1})
+    (one_dir, config), = unit.jobs[0].results
+    tracking.write_results(one_dir, one_seed_fake(0), config)
+    tracking.write_results(one_dir.parent / "seed1", one_seed_fake(1), {**config, "seed": 1})
+    dry_run = ["quick", "--dry-run", "--experiments", str(experiments), "--results", str(tmp_path / "r"),
+               "--seeds", "2"]
+    reproduce.main(dry_run)
+    out = capsys.readouterr().out
+    asked = "T=5,algorithm=bbkb,n_seeds=2,problem=gp_sample"
+    assert out.splitlines()[0] == (f"# skipping: complete results in {one_dir} + {one_dir.parent / 'seed1'} "
+                                   f"(their seeds include those of {asked})"), out
+    assert " -m sketchbo " not in out
+    assert [r.summary["seeds"] for r in plots.load_results(one_dir.parent)] == [[0, 1]]
+    shutil.rmtree(one_dir.parent / "seed1")
+    tracking.write_results(one_dir.parent / "seed2", one_seed_fake(2), {**config, "seed": 2})
+    reproduce.main(dry_run)
+    out = capsys.readouterr().out
+    assert "skipping" not in out and " -m sketchbo " in out
+
+
 def test_estimates_pool_the_same_algorithm_then_all_jobs():
     est = reproduce.Estimator()
 

@@ -68,7 +68,8 @@ def rows(results) -> list[dict]:
                 "regret_mean": float(np.mean(final)), "regret_std": float(np.std(final)),
                 "regret_vs_gp_ucb": float(np.mean(final)) / ref_regret if ref_regret else None,
                 "exec_s_per_seed": seconds, "time_vs_gp_ucb": seconds / ref_time if ref_time else None,
-                "device": res.summary.get("device", ""), "dtype": res.summary.get("dtype", ""), "path": " + ".join(str(p.path) for p in res.parts or (res,)),
+                "device": res.summary.get("device", ""), "dtype": res.summary.get("dtype", ""),
+                "path": " + ".join(str(part.path) for part in res.parts or (res,)),
             })
     return out
 

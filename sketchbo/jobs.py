@@ -20,10 +20,8 @@ from sketchbo import continuous, tracking
 from sketchbo.algorithms import BO_ALGORITHMS
 from sketchbo.problems import ContinuousProblem, make_problem
 from sketchbo.runner import run
+from sketchbo.tracking import RUNTIME_KEYS  # config keys that do not change a result
 
-# Config keys that do not change a result: a stored result whose config differs only here is complete.
-RUNTIME_KEYS = ("progress", "logger", "problem.data_dir", "problem.download", "compile_cache", "devices",
-                "checkpoint_every")
 # Config keys added after paper-scale results were stored, with the value those results ran with: a stored
 # config without the key is complete for a config that holds this value (tracking.load_complete's ``added``).
 ADDED_KEYS = {"problem.shift": 0.0}

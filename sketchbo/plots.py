@@ -141,9 +141,9 @@ def load_results(root, hint: str = "") -> list[Result]:
     return join_seed_slices(results)
 
 
-# Config keys that change neither the trajectories nor how the times read: runs that differ only in them
-# (and in their seeds) are slices of one experiment. Hydra's override_dirname leaves the same keys out.
-SLICE_FREE_KEYS = ("seed", "n_seeds", "progress", "compile_cache", "checkpoint_every", "devices", "logger", "experiment")
+# Config keys in which runs that are slices of one experiment may differ: their seeds, the name of their
+# result set, and the keys that do not change a result.
+SLICE_FREE_KEYS = ("seed", "n_seeds", "experiment", *tracking.RUNTIME_KEYS)
 
 
 def slice_identity(result: Result) -> str | None:
@@ -152,7 +152,7 @@ def slice_identity(result: Result) -> str | None:
     config, seeds = result.summary.get("config"), result.summary.get("seeds")
     if not isinstance(config, dict) or not isinstance(seeds, list):
         return None
-    kept = {k: v for k, v in config.items() if k not in SLICE_FREE_KEYS}
+    kept = tracking.without_keys(config, SLICE_FREE_KEYS)
     shared = [result.algorithm, result.problem, result.T, result.summary.get("device"), result.summary.get("dtype"), kept]
     return json.dumps(shared, sort_keys=True, default=str)
 
@@ -195,7 +195,9 @@ def joined_result(parts: list[Result]) -> Result:
     lists concatenated; ``wall_time_s`` and ``compile_time_s`` summed over the jobs; round times stay with
     each part (:func:`run_time`, :func:`cumulative_time`). Its path is the first part's."""
     first = parts[0].summary
-    summary = dict(first, n_seeds=sum(p.n_seeds for p in parts), seeds=[s for p in parts for s in p.summary["seeds"]],
+    n_seeds = sum(p.n_seeds for p in parts)
+    summary = dict(first, n_seeds=n_seeds, seeds=[s for p in parts for s in p.summary["seeds"]],
+                   config={**first["config"], "n_seeds": n_seeds},  # from the first part's first seed
                    wall_time_s=sum(float(p.summary.get("wall_time_s", 0.0)) for p in parts),
                    compile_time_s=sum(float(p.summary.get("compile_time_s", 0.0)) for p in parts))
     for key in tracking.PER_SEED_KEYS:

@@ -30,6 +30,9 @@ from pathlib import Path
 import numpy as np
 
 TRACE_KEYS = ("query", "reward", "instant_regret", "batch_index", "dict_size")
+# Config keys that do not change a result: a stored result whose config differs only here is complete.
+RUNTIME_KEYS = ("progress", "logger", "problem.data_dir", "problem.download", "compile_cache", "devices",
+                "checkpoint_every")
 PER_SEED_KEYS = ("cumulative_regret", "regret_ratio", "n_batches", "max_batch_size", "max_dict_size")
 
 
@@ -160,7 +163,7 @@ def plain(value):
     return json.loads(json.dumps(to_jsonable(value), allow_nan=True))
 
 
-def _drop(config: dict, ignore) -> dict:
+def without_keys(config: dict, ignore) -> dict:
     """A copy of ``config`` without the dotted keys in ``ignore`` (e.g. ``"logger"``, ``"problem.data_dir"``)."""
     config = json.loads(json.dumps(config, allow_nan=True))
     for dotted in ignore:
@@ -220,7 +223,7 @@ def load_complete(run_dir, config: dict, ignore=(), added=None) -> tuple[dict | 
     config = plain(config)
     older = [key for key, value in (added or {}).items()
              if not _lookup(stored, key)[0] and _lookup(config, key) == (True, value)]
-    diff = differences(_drop(stored, ignore), _drop(config, [*ignore, *older]))
+    diff = differences(without_keys(stored, ignore), without_keys(config, [*ignore, *older]))
     if diff:
         shown = ", ".join(diff[:5]) + (", ..." if len(diff) > 5 else "")
         return None, f"results of a different config (differs in {shown})"

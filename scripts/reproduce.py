@@ -388,8 +388,8 @@ def covering(directory: Path, config: dict) -> list[tuple[Path, dict]] | None:
     """Complete results beside ``directory`` that hold ``config``'s seeds (seed, ..., seed + n_seeds - 1): the
     same config but for ``seed`` and ``n_seeds``, either one result whose seeds include them or consecutive
     results on disjoint seeds (``seed=0 n_seeds=3`` and ``seed=3 n_seeds=7`` for seeds 0-9: the plots read them
-    as one result, ``plots.join_seed_slices``). A seed's trajectory does not depend on the others
-    (tests/test_conformance.py). ``[(directory, summary), ...]`` or None."""
+    as one result, ``plots.join_seed_slices``). A seed's trajectory is a function of its seed
+    (tests/test_conformance.py checks it bit for bit over short runs). ``[(directory, summary), ...]`` or None."""
     first, n = int(config["seed"]), int(config["n_seeds"])
     slices = []  # (first seed, seed count, directory, summary) of every complete sibling of the same config
     for path in sorted(directory.parent.glob("*/summary.json")):

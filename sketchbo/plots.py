@@ -159,9 +159,9 @@ def slice_identity(result: Result) -> str | None:
 
 def join_seed_slices(results) -> list[Result]:
     """``results`` with the runs of one configuration whose seeds are pairwise disjoint joined into one result
-    (e.g. ``seed=0 n_seeds=3`` and ``seed=3 n_seeds=7``: seeds 0-9). Each seed's trajectory depends only on
-    its own seed (the conformance suite checks that a seed run alone or among others gives the same
-    trajectory), so the joined result is the run of all its seeds. A group whose seeds overlap is left as it
+    (e.g. ``seed=0 n_seeds=3`` and ``seed=3 n_seeds=7``: seeds 0-9). A seed's trajectory is a function of its
+    seed (the conformance suite checks, bit for bit over short runs, that a seed run alone or among others
+    makes the same queries), so the joined result is a run of all its seeds. A group whose seeds overlap is left as it
     is (:func:`pick` then takes the one with the most seeds). Joined results are named on stderr."""
     groups: dict[str, list[Result]] = {}
     out = []

@@ -403,16 +403,14 @@ def covering(directory: Path, config: dict) -> list[tuple[Path, dict]] | None:
         summary = complete_summary(path.parent, {**config, "seed": seed, "n_seeds": count})
         if summary is not None:
             slices.append((seed, count, path.parent, summary))
-    for seed, count, found, summary in sorted(slices, key=lambda c: -c[1]):
-        if seed <= first and first + n <= seed + count:
-            return [(found, summary)]
     chain, end = [], first
     while end < first + n:
-        # the first slice holds the first seed; each next one starts where the chain ends (disjoint seeds)
+        # the first slice holds the first seed; each next one starts where the chain ends (disjoint seeds); of
+        # those, the one reaching furthest (one result that holds every seed, when there is one)
         after = [c for c in slices if (c[0] == end if chain else c[0] <= end < c[0] + c[1])]
         if not after:
             return None
-        seed, count, found, summary = max(after, key=lambda c: c[1])
+        seed, count, found, summary = max(after, key=lambda c: c[0] + c[1])
         chain.append((found, summary))
         end = seed + count
     return chain

@@ -387,8 +387,8 @@ def stored(job: Job) -> list[tuple[tuple[Path, ...], tuple[dict, ...]]] | None:
 def covering(directory: Path, config: dict) -> list[tuple[Path, dict]] | None:
     """Complete results beside ``directory`` that hold ``config``'s seeds (seed, ..., seed + n_seeds - 1): the
     same config but for ``seed`` and ``n_seeds``, either one result whose seeds include them or consecutive
-    results on disjoint seeds (``seed=0 n_seeds=3`` and ``seed=3 n_seeds=7`` for seeds 0-9: the plots read them
-    as one result, ``plots.join_seed_slices``). A seed's trajectory is a function of its seed
+    results on disjoint seeds (``seed=0 n_seeds=3`` and ``seed=3 n_seeds=7`` for seeds 0-9; ``plots.seed_chain``,
+    by which the plots read them as one result, ``plots.join_seed_slices``). A seed's trajectory is a function of its seed
     (tests/test_conformance.py checks it bit for bit over short runs). ``[(directory, summary), ...]`` or None."""
     first, n = int(config["seed"]), int(config["n_seeds"])
     slices = []  # (first seed, seed count, directory, summary) of every complete sibling of the same config
@@ -403,17 +403,13 @@ def covering(directory: Path, config: dict) -> list[tuple[Path, dict]] | None:
         summary = complete_summary(path.parent, {**config, "seed": seed, "n_seeds": count})
         if summary is not None:
             slices.append((seed, count, path.parent, summary))
-    chain, end = [], first
-    while end < first + n:
-        # the first slice holds the first seed; each next one starts where the chain ends (disjoint seeds); of
-        # those, the one reaching furthest (one result that holds every seed, when there is one)
-        after = [c for c in slices if (c[0] == end if chain else c[0] <= end < c[0] + c[1])]
-        if not after:
-            return None
-        seed, count, found, summary = max(after, key=lambda c: c[0] + c[1])
-        chain.append((found, summary))
-        end = seed + count
-    return chain
+    sketchbo_import()
+    from sketchbo.plots import seed_chain
+
+    chain = seed_chain(slices, first, until=first + n)
+    if not chain or chain[-1][0] + chain[-1][1] < first + n:
+        return None
+    return [(found, summary) for _, _, found, summary in chain]
 
 
 def complete_summary(directory: Path, config: dict) -> dict | None:

@@ -158,11 +158,13 @@ def slice_identity(result: Result) -> str | None:
 
 
 def join_seed_slices(results) -> list[Result]:
-    """``results`` with the runs of one configuration whose seeds are pairwise disjoint joined into one result
-    (e.g. ``seed=0 n_seeds=3`` and ``seed=3 n_seeds=7``: seeds 0-9). A seed's trajectory is a function of its
-    seed (the conformance suite checks, bit for bit over short runs, that a seed run alone or among others
-    makes the same queries), so the joined result is a run of all its seeds. A group whose seeds overlap is left as it
-    is (:func:`pick` then takes the one with the most seeds). Joined results are named on stderr."""
+    """``results`` with the runs of one configuration on disjoint seeds joined into one result (e.g. ``seed=0
+    n_seeds=3`` and ``seed=3 n_seeds=7``: seeds 0-9). A seed's trajectory is a function of its seed (the
+    conformance suite checks, bit for bit over short runs, that a seed run alone or among others makes the same
+    queries), so the joined result is a run of all its seeds. Runs whose seeds are pairwise disjoint are joined
+    all; when some overlap, the chain of consecutive runs from the first seed (:func:`seed_chain`, the runs
+    ``scripts/reproduce.py`` counts as complete) is joined and the others are left as they are (:func:`pick`
+    takes the result with the most seeds). Joined results are named on stderr."""
     groups: dict[str, list[Result]] = {}
     out = []
     for res in results:
@@ -170,22 +172,49 @@ def join_seed_slices(results) -> list[Result]:
         (groups.setdefault(key, []) if key is not None else out).append(res)
     for group in groups.values():
         seeds = [s for res in group for s in res.summary["seeds"]]
-        if len(group) == 1 or len(set(seeds)) != len(seeds):
+        if len(set(seeds)) == len(seeds):
+            parts = sorted(group, key=lambda r: min(r.summary["seeds"], default=0))
+        else:
+            spans = [(r.summary["seeds"][0], len(r.summary["seeds"]), r) for r in group if consecutive(r.summary["seeds"])]
+            parts = [r for _, _, r in seed_chain(spans, min(seeds))]
+        if len(parts) < 2:
             out.extend(group)
             continue
-        group.sort(key=lambda r: min(r.summary["seeds"]))
-        joined = joined_result(group)
-        names = ", ".join(f"{seed_span(r.summary['seeds'])} ({r.path})" for r in group)
+        joined = joined_result(parts)
+        out.extend(r for r in group if all(r is not p for p in parts))
+        names = ", ".join(f"{seed_span(r.summary['seeds'])} ({r.path})" for r in parts)
         print(f"note: {joined.algorithm} on {joined.problem}: seeds {names} read as one result of "
               f"{joined.n_seeds} seeds", file=sys.stderr)
         out.append(joined)
     return sorted(out, key=lambda r: str(r.path))
 
 
+def consecutive(seeds) -> bool:
+    """Whether ``seeds`` is a non-empty run ``s, s + 1, ...`` (what ``seed=s n_seeds=n`` records)."""
+    seeds = [int(s) for s in seeds]
+    return bool(seeds) and seeds == list(range(seeds[0], seeds[0] + len(seeds)))
+
+
+def seed_chain(spans, first: int, until: int | None = None) -> list:
+    """Consecutive seed slices from seed ``first``: ``spans`` holds a tuple ``(first seed, seed count, ...)`` per
+    slice; the chain's first slice holds seed ``first``, each next one starts where the chain ends (disjoint
+    seeds), and of the candidates the one reaching furthest is taken (one slice that holds every seed, when
+    there is one). Stops when no slice continues it or once it reaches seed ``until`` (excluded). Returns the
+    chain's ``spans`` entries, empty when no slice holds ``first``."""
+    chain, end = [], first
+    while until is None or end < until:
+        after = [c for c in spans if c[1] > 0 and (c[0] == end if chain else c[0] <= end < c[0] + c[1])]
+        if not after:
+            break
+        chain.append(max(after, key=lambda c: c[0] + c[1]))
+        end = chain[-1][0] + chain[-1][1]
+    return chain
+
+
 def seed_span(seeds) -> str:
     """'0-2' for [0, 1, 2], '4' for [4], '1,5' otherwise."""
     seeds = [int(s) for s in seeds]
-    if len(seeds) > 1 and seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+    if len(seeds) > 1 and consecutive(seeds):
         return f"{seeds[0]}-{seeds[-1]}"
     return ",".join(map(str, seeds))
 

@@ -174,7 +174,7 @@ def test_curves_read_back_from_result_files(tmp_path, seed_axis, scale):
 def test_runs_of_one_config_on_disjoint_seeds_read_as_one_result(tmp_path, capsys):
     """Seeds 0-1 and seed 2 of one config (written by ``seed=0 n_seeds=2`` and ``seed=2 n_seeds=1``) load as one
     3-seed result: per-seed traces and summary lists in seed order, each part's round times for its own seeds.
-    Overlapping seeds, another config or another device are not joined."""
+    Of overlapping runs only a chain of consecutive ones is joined; another config or another device is not."""
     class Third(Fake):
         seeds, n_seeds = [2], 1
         traces = {key: value[1:] * 3 for key, value in Fake.traces.items()}
@@ -203,6 +203,14 @@ def test_runs_of_one_config_on_disjoint_seeds_read_as_one_result(tmp_path, capsy
         third = type("T", (Third,), {"seeds": [1]} if other == "overlap" else {})
         tracking.write_results(root / "b", third(), {**config, "seed": 2, "n_seeds": 1, **change})
         assert sorted(r.n_seeds for r in plots.load_results(root)) == [1, 2]
+    # seeds 0-1, 1 and 2: the chain 0-1 + 2 is joined (what reproduce.py counts as complete), seed 1 stays apart
+    root = tmp_path / "chain"
+    tracking.write_results(root / "a", Fake(), {**config, "seed": 0, "n_seeds": 2})
+    tracking.write_results(root / "b", type("B", (Third,), {"seeds": [1]})(), {**config, "seed": 1, "n_seeds": 1})
+    tracking.write_results(root / "c", Third(), {**config, "seed": 2, "n_seeds": 1})
+    loaded = plots.load_results(root)
+    assert sorted((r.n_seeds, r.summary["seeds"]) for r in loaded) == [(1, [1]), (3, [0, 1, 2])]
+    assert [p.path for p in plots.pick(loaded, "gp_sample", "bbkb").parts] == [root / "a", root / "c"]
     tracking.write_results(tmp_path / "gpu" / "a", Fake(), {**config, "seed": 0, "n_seeds": 2})
     gpu = type("G", (Third,), {"device": "gpu:cuda"})
     tracking.write_results(tmp_path / "gpu" / "b", gpu(), {**config, "seed": 2, "n_seeds": 1})

@@ -2,9 +2,9 @@
 
 Mean ± std over seeds of the time spent up to step t (``sketchbo.plots.cumulative_time``: the job's round
 times, divided by the number of seeds when they ran one after another). The paper reports GSSBO's total
-at t = 1000 near 10% of Standard GP-UCB's on Hartmann6 and Powell50; each panel's title gives our ratio of
-the totals. Reads the Fig. 2 runs (``experiments/gssbo_fig3.yaml``) and writes ``gssbo_fig3.png`` and
-``.pdf``::
+at t = 1000 near 10% of Standard GP-UCB's on Hartmann6 and Powell50; each panel's title gives the seed
+counts (as Fig. 2's panels do) and our ratio of the totals. Reads the Fig. 2 runs
+(``experiments/gssbo_fig3.yaml``) and writes ``gssbo_fig3.png`` and ``.pdf``::
 
     python scripts/plot_gssbo_fig3.py --results results/quick/gssbo_fig2 --out figures/quick
 """
@@ -37,14 +37,14 @@ def main(argv=None):
     handles = {}
     for ax, problem in zip(axes, problems):
         present = {r.algorithm for r in results if r.problem == problem} & set(fig2.METHODS)
+        shown = [plots.pick(results, problem, algorithm) for algorithm in plots.ordered(present)]
         totals = {}
-        for algorithm in plots.ordered(present):
-            res = plots.pick(results, problem, algorithm)
-            handles[algorithm] = plots.band(ax, plots.steps(res), plots.cumulative_time(res), algorithm)
-            totals[algorithm] = plots.run_time(res)
-        title = problem
+        for res in shown:
+            handles[res.algorithm] = plots.band(ax, plots.steps(res), plots.cumulative_time(res), res.algorithm)
+            totals[res.algorithm] = plots.run_time(res)
+        title = f"{problem} ({plots.seeds_note(shown)})"
         if totals.get("std_gp_ucb", 0) > 0 and "gssbo" in totals:
-            title += f"  (GSSBO / GP-UCB time: {totals['gssbo'] / totals['std_gp_ucb']:.0%})"
+            title += f"\nGSSBO / GP-UCB time: {totals['gssbo'] / totals['std_gp_ucb']:.1%}"
         ax.set_title(title, loc="left", fontsize=10)
         ax.set_ylabel("cumulative time (s)")
     return plots.finish_with_legend(fig, handles, args.out or args.results, NAME)

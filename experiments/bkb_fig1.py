@@ -1,6 +1,6 @@
 """BKB Fig. 1 (COLT 2019): variance starvation on a 1-D GP — compute the posteriors, save them as .npz.
 
-Setting (PROTOCOLS §2 and §9; the choices the paper leaves open are stated here and stored in the file):
+Setting (docs/protocols.md#bkb-figure-1; the choices the paper leaves open are stated here and stored in the file):
 
 * arms: 1000 points evenly spaced on [0, 1];
 * kernel: k(x, x') = exp(-(x - x')² · 100 / 2), i.e. the paper's "bandwidth σ² = 100" read as a

@@ -1,12 +1,13 @@
 """Empirical coverage of confidence bounds: exact GP, Nyström with BKB's beta, Nyström with Vakili's beta.
 
-Setting (Vakili et al., ICML 2022, Thm 3.5; PROTOCOLS §5; our choices are stored in the file):
+Setting (Vakili et al., ICML 2022, Thm 3.5; docs/algorithms.md#sparse-confidence-bounds; our choices are stored in
+the file):
 
 * arms: ``n_arms`` points uniform in [-1, 1]^2 (fixed by ``seed``); rbf kernel with width ``sigma2``;
 * f of known RKHS norm (Assumption 3.3): f = sum_j alpha_j k(., z_j) over ``n_centers`` centres drawn among
   the arms, alpha ~ N(0, I) rescaled so that ||f||_k = sqrt(alpha^T K_zz alpha) = C_k exactly;
 * data chosen independently of the noise (Thm 3.5's assumption): ``n_obs`` arms drawn uniformly with
-  replacement, y = f(x) + N(0, R^2) with R = tau (xi^2 = lam, PROTOCOLS §9), tau^2 = lam;
+  replacement, y = f(x) + N(0, R^2) with R = tau (xi^2 = lam, docs/protocols.md#finite-arm-protocol), tau^2 = lam;
 * inducing points: recursive RLS (``sketchbo.gp.rls``, q-bar = ``qbar``) on the data;
 * bounds at nominal level 1 - delta for a fixed arm, as the fraction of arms x with |f(x) - mu(x)| <= width(x):
   - exact GP (the dictionary holding every pulled arm), beta = C_k + (R/tau) sqrt(2 log(1/delta)) (Vakili 2021a);

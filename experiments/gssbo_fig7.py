@@ -2,7 +2,8 @@
 
 Setting (App.: "the first 200 sequential samples from a standard BO process ... buffer size 100"):
 
-* samples: the first ``--n`` (200) queries of Standard GP-UCB (``std_gp_ucb``, PROTOCOLS §9 defaults,
+* samples: the first ``--n`` (200) queries of Standard GP-UCB (``std_gp_ucb``, with the defaults of
+  docs/protocols.md#box-protocol,
   ``--n0`` uniform initial points, seed ``--seed``) on Hartmann6;
 * hyperparameters: Matérn-5/2 ARD fitted by maximum likelihood on all n samples (300 Adam steps from the
   default start; our choice — the paper does not say which model the selection used);
@@ -27,14 +28,16 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from sketchbo import continuous, tracking  # noqa: E402
+from sketchbo import tracking  # noqa: E402
+import sketchbo as sb  # noqa: E402
 from sketchbo.algorithms import BO_ALGORITHMS  # noqa: E402
 from sketchbo.gp import hyper, subset  # noqa: E402
 from sketchbo.problems import make_problem  # noqa: E402
 
 FILENAME = "gssbo_fig7.npz"
 QUICK = {"n_uniform": 256, "n_local": 64}
-RULE = BO_ALGORITHMS["gssbo"].defaults["selection"]  # GSSBO's panel: its default subset rule (PROTOCOLS §9)
+# GSSBO's panel: its default subset rule (docs/protocols.md#gssbo-subset-rules)
+RULE = BO_ALGORITHMS["gssbo"].defaults["selection"]
 
 
 def stored_settings(path: Path):
@@ -50,7 +53,7 @@ def compute(n: int, buffer: int, n0: int, seed: int, quick: bool) -> dict:
         raise ValueError(f"--n0={n0}, --buffer={buffer}, --n={n}: need n0 < buffer < n")
     problem = make_problem("hartmann6")
     params = {"n0": n0, **(QUICK if quick else {})}
-    res = continuous.run("std_gp_ucb", problem, T=n, seed=seed, params=params, progress=False)
+    res = sb.run("std_gp_ucb", problem, T=n, seed=seed, params=params, progress=False)
     X = jnp.asarray(res.traces["x"][0])
     y = jnp.asarray(res.traces["reward"][0])
     valid = jnp.ones((n,), bool)

@@ -4,7 +4,7 @@ Cases come in groups (``--only`` picks some; ``--algorithms``, ``--problems`` an
 them further, so that a subset runs in minutes):
 
 * ``protocols`` — BBKB, GlobalLocal-BBKB, BKB, GP-UCB and GP-BUCB, one seed each, on the Abalone and Cadata
-  bandits of the BBKB paper (Calandriello et al., ICML 2020) with the protocol of PROTOCOLS §9
+  bandits of the BBKB paper (Calandriello et al., ICML 2020) with the protocol of docs/protocols.md#finite-arm-protocol
   (lam = 0.2, q-bar = 2, C~ = 2, F = 20, delta = 1/T); T = 10^4 for BBKB and GlobalLocal-BBKB, 2000 for the
   others (the poster's GP-UCB horizon; BKB resparsifies after every pull);
 * ``seeds`` — S seeds in one program (``lax.map`` and ``vmap``) against the same S seeds run one after
@@ -60,9 +60,10 @@ from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build
 from sketchbo.kernels import kernel_params
 from sketchbo.problems import Problem, make_problem
 from sketchbo.problems.synthetic import rbf_gram, standardise
-from sketchbo.runner import run
+from sketchbo import run
 
-PROTOCOL = {"lam": 0.2, "qbar": 2.0, "C": 2.0, "F": 20.0, "delta": None}  # PROTOCOLS §9; delta None = 1/T
+# docs/protocols.md#finite-arm-protocol; delta None = 1/T
+PROTOCOL = {"lam": 0.2, "qbar": 2.0, "C": 2.0, "F": 20.0, "delta": None}
 GROUPS = ("protocols", "seeds", "dtype", "gp_sample", "step", "accelerator")
 DEFAULT_GROUPS = GROUPS[:5]  # the accelerator table runs when named
 ACCEL_SEEDS = {"cpu": (1, 10), "accelerator": (1, 10, 100, 1000)}  # S of the accelerator table by backend
@@ -513,7 +514,7 @@ def parse_args(argv):
     ap.add_argument("--m", type=int, nargs="+", default=None, help="dictionary sizes of the step group")
     ap.add_argument("--step-A", type=int, nargs="+", default=None, help="arms of the step group's A sweep")
     ap.add_argument("--data-dir", default=None, help="directory of the dataset files (default: "
-                    "$SKETCHBO_DATA_DIR, then shared/data)")
+                    "$SKETCHBO_DATA_DIR, then the cache)")
     ap.add_argument("--m-max", type=int, default=None,
                     help="initial dictionary capacity of BKB/BBKB runs (default: the registry's 128). The "
                          "per-round GEMM costs A*m_max^2 whatever the dictionary in use, so a capacity near the "
@@ -560,7 +561,7 @@ RUNNERS = {"protocols": group_protocols, "seeds": group_seeds, "dtype": group_dt
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    jax.config.update("jax_enable_x64", True)  # entry point: float64 available (DESIGN §4)
+    jax.config.update("jax_enable_x64", True)  # entry point: float64 available (docs/architecture.md#numerics)
     meta = machine_info()
     if args.device_info:
         print(json.dumps(meta, indent=1))

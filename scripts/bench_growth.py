@@ -1,7 +1,8 @@
 """What capacity growth costs: a run started at a small capacity against the same run started at its final one.
 
 The engine (``sketchbo/engine/host.py``) grows an overflowing capacity to 1.5 times the need and continues
-from the last completed chunk of rounds in the padded state (DESIGN §3). This benchmark runs each case twice
+from the last completed chunk of rounds in the padded state (docs/architecture.md#capacity-growth). This
+benchmark runs each case twice
 in this process, in float64: ``small`` from a small first capacity (``m_max``, ``u_max``), ``final`` from the
 capacities ``small`` ended with, and reports compilation and execution (the sum of the round times, chunks
 computed again after a growth included) of both, their ratio, the growth events and whether the queries are
@@ -26,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import PROTOCOL, machine_info  # noqa: E402
 
 from sketchbo.problems import make_problem  # noqa: E402
-from sketchbo.runner import run  # noqa: E402
+from sketchbo import run  # noqa: E402
 
 CASES = {  # name: (problem factory, T, seeds, hyperparameters, first capacities)
     "cadata": (lambda: make_problem("cadata"), 10_000, 10, PROTOCOL, {"m_max": 16, "u_max": 32}),
@@ -75,7 +76,7 @@ def main(argv=None) -> None:
     ap.add_argument("--quick", action="store_true", help="the tiny case only")
     ap.add_argument("--out", type=Path, default=None, help="JSON file for the rows and the machine")
     args = ap.parse_args(argv)
-    jax.config.update("jax_enable_x64", True)  # entry point: float64 (DESIGN §4)
+    jax.config.update("jax_enable_x64", True)  # entry point: float64 (docs/architecture.md#numerics)
     info = machine_info()
     rows = [case(name, args.algorithm) for name in (["quick"] if args.quick else args.cases)]
     info["load_avg_end"] = list(os.getloadavg())

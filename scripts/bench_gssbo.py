@@ -1,7 +1,7 @@
 """Benchmark of GSSBO's speed claim (Wei et al. 2025, Fig. 3): cumulative time at N evaluations.
 
 GSSBO, RSSBO, SparseGP and Standard GP-UCB on Hartmann6 and Powell50, measured in the same process, one
-after another, each with its registry defaults (n0 = 20, Z = 4, beta_t = 0.2 d log(2t), PROTOCOLS §9).
+after another, each with its registry defaults (n0 = 20, Z = 4, beta_t = 0.2 d log(2t), docs/protocols.md#box-protocol).
 Reported per run: execution time (the sum of the round times, compilation excluded, per seed), compile
 time, the final cumulative regret R_N and the best regret min_t (f(x_t) - f_min), and both ratios to
 Standard GP-UCB. The paper's number: GSSBO's time ≈ 10% of GP-UCB's; our target: GSSBO ≤ 10% of our own
@@ -30,7 +30,8 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
-from sketchbo import continuous, tracking  # noqa: E402
+from sketchbo import tracking  # noqa: E402
+import sketchbo as sb  # noqa: E402
 from sketchbo.algorithms import BO_ALGORITHMS  # noqa: E402
 from sketchbo.problems import CONTINUOUS_PROBLEMS, make_problem  # noqa: E402
 
@@ -56,7 +57,7 @@ def parse_variant(text: str) -> tuple[str, dict]:
 
 def measure(algorithm: str, problem, N: int, seeds: int, progress: bool, params: dict | None = None,
             label: str | None = None) -> dict:
-    res = continuous.run(algorithm, problem, T=N, n_seeds=seeds, progress=progress, params=params)
+    res = sb.run(algorithm, problem, T=N, n_seeds=seeds, progress=progress, params=params)
     per_seed = 1.0 / seeds if res.device.startswith("cpu") else 1.0  # lax.map on CPU: seeds one after another
     regret = np.asarray(res.traces["instant_regret"])
     return {

@@ -4,7 +4,8 @@ Times, on one seed's buffer of n samples of Hartmann6 (d = 6, M = 102 as Z = 4 g
 - the inverse of the n x n kernel matrix that the gradient vectors need, as a Cholesky solve against the
   identity (the textbook way) and as ``linalg.spd_inverse`` (blocked triangular inverse, then X X^T: what
   ``subset.gradient_vectors`` uses), with the largest relative difference between the two;
-- GSSBO's three named rules (PROTOCOLS §9): ``projection`` and ``cosine`` (gradient vectors + greedy selection;
+- GSSBO's three named rules (docs/protocols.md#gssbo-subset-rules): ``projection`` and ``cosine`` (gradient
+  vectors + greedy selection;
   ``cosine_rule_ms``) and ``pivoted`` (pivoted Cholesky on K).
 Each entry: the median of ``--repeats`` jitted calls after one warm-up call (compilation excluded).
 

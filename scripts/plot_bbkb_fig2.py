@@ -3,7 +3,7 @@
 One row per problem, two panels: the size of the batch that step t belongs to, for the batched
 algorithms found (BBKB, GlobalLocal-BBKB, GP-BUCB), and the dictionary size |S_t| used at step t, for
 the Nyström algorithms found (BBKB, GlobalLocal-BBKB, BKB); mean ± std over seeds. The paper reports
-BBKB batches growing to about 3700 (Abalone) and 3900 (Cadata) by T = 10^4 (PROTOCOLS §1.4).
+BBKB batches growing to about 3700 (Abalone) and 3900 (Cadata) by T = 10^4 (docs/protocols.md#bbkb-experiments).
 
 Reads the same results as Fig. 1 (``experiments/bbkb_fig1.yaml``) and writes ``bbkb_fig2.png`` and
 ``bbkb_fig2.pdf``::

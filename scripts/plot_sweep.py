@@ -1,7 +1,8 @@
 """Sweep figure: final regret ratio R_T / R_T^unif and run time against q̄, C̃ and λ.
 
 One-at-a-time sweeps around a reference point (default the protocol's q̄ = 2, C̃ = 2, λ = 0.2,
-PROTOCOLS §9): the q̄ column shows the runs whose C̃ and λ equal the reference, and so on. Two rows
+docs/protocols.md#finite-arm-protocol): the q̄ column shows the runs whose C̃ and λ equal the reference, and so on.
+Two rows
 per problem: R_T / R_T^unif (mean ± std over seeds) and the wall time of one seed's run (compilation
 excluded; see ``sketchbo.plots.run_time``). Values are read from each run's resolved hyperparameters
 in ``summary.json``; when a problem has runs of several horizons, the longest is used.
@@ -21,7 +22,7 @@ import numpy as np
 from sketchbo import plots
 
 PARAMS = {"qbar": r"$\bar q$", "C": r"$\tilde C$", "lam": r"$\lambda$"}
-REFERENCE = {"qbar": 2.0, "C": 2.0, "lam": 0.2}  # PROTOCOLS §9
+REFERENCE = {"qbar": 2.0, "C": 2.0, "lam": 0.2}  # docs/protocols.md#finite-arm-protocol
 HINT = "run `scripts/reproduce.sh quick --only bbkb_sweep` (or paper) first"
 
 

@@ -161,7 +161,7 @@ def main(argv=None) -> int:
     if jobs and jobs[0]["config"].get("dtype") == "float64":
         jax.config.update("jax_enable_x64", True)
     from sketchbo import jobs as job_runner
-    from sketchbo.runner import enable_compilation_cache
+    from sketchbo.engine.program import enable_compilation_cache
 
     cache = next((job["config"].get("compile_cache") for job in jobs if job["config"].get("compile_cache")), None)
     if cache:

@@ -2,7 +2,7 @@
 
 One row per (problem, algorithm) found: seeds, cumulative regret R_N (mean ± std over seeds), R_N relative to
 Standard GP-UCB's, execution time of one seed (compilation excluded: ``sketchbo.plots.run_time``) and that
-time relative to GP-UCB's. Printed as a Markdown table (README's tables are this output)::
+time relative to GP-UCB's. Printed as a Markdown table (the tables of docs/reproductions.md are this output)::
 
     python scripts/table_gssbo.py --results results/paper/gssbo_fig2
     python scripts/table_gssbo.py --results results/paper/gssbo_fig4 --also results/paper/gssbo_fig2 --json t.json

@@ -6,7 +6,7 @@ same hyperparameters compares, on uniform candidates in the box, the exact poste
 prediction of ``sketchbo.algorithms.vecchia_bo`` (each candidate conditioned on its m nearest samples) for
 every m asked for: the median and largest |mean difference| in units of sd(y), the 5th-95th percentiles of
 the ratio of the standard deviations, and how much exact UCB the Vecchia UCB's argmax gives up (in sd(y);
-beta_t = 0.2 d log(2n), PROTOCOLS §9). With m = n the prediction is the exact one::
+beta_t = 0.2 d log(2n), docs/protocols.md#box-protocol). With m = n the prediction is the exact one::
 
     python scripts/vecchia_accuracy.py --results "results/paper/gssbo_fig2/T=1000,algorithm=gssbo,n_seeds=10,problem=hartmann6" \\
         --seed 0 --n 300 --m 8 32 64 128 256 300

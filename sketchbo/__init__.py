@@ -1,8 +1,18 @@
 """sketchbo: scalable Gaussian-process bandits and Bayesian optimisation in JAX.
 
-BKB (Calandriello et al., COLT 2019), Batch-BKB (Calandriello et al., ICML 2020), exact GP-UCB and
-GP-BUCB as pure, jit-compiled state transitions vmapped across seeds. float64 is enabled by the entry
-points (CLI, tests), not on import.
+BKB (Calandriello et al., COLT 2019), Batch-BKB (Calandriello et al., ICML 2020), exact GP-UCB and GP-BUCB,
+S-BPE (Vakili et al., ICML 2022) on finite candidate sets, and GSSBO (Wei et al. 2025) with its baselines on
+boxes: pure, jit-compiled state transitions that run many seeds and hyperparameter points in one program.
+
+The public face:
+
+```python
+import sketchbo as sb
+res = sb.run("bbkb", sb.make_problem("gp_sample"), T=500, n_seeds=4)      # a benchmark, many seeds
+opt = sb.Optimizer(sb.Box([0, 0], [1, 1]), "gssbo", horizon=60)          # ask/tell for any black box
+```
+
+float64 is enabled by the entry points (``run``, ``run_grid``, ``Optimizer``, the CLI), not on import.
 """
 import os
 
@@ -10,4 +20,16 @@ import os
 # threads on small CPUs and measured 2x slower resparsifications on 2 cores. Respect a user's setting.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from sketchbo.algorithms import REGISTRY as ALGORITHMS  # noqa: E402  (every algorithm of both domains)
+from sketchbo.algorithms import AlgorithmSpec  # noqa: E402
+from sketchbo.api import Best, Optimizer  # noqa: E402
+from sketchbo.engine.result import RunResult  # noqa: E402
+from sketchbo.engine.run import run, run_grid  # noqa: E402
+from sketchbo.problems import PROBLEMS, Problem, make_problem  # noqa: E402
+from sketchbo.problems.continuous import ContinuousProblem, box_problem  # noqa: E402
+from sketchbo.spaces import Box  # noqa: E402
+
 __version__ = "0.1.0"
+
+__all__ = ["ALGORITHMS", "AlgorithmSpec", "Best", "Box", "ContinuousProblem", "Optimizer", "PROBLEMS", "Problem",
+           "RunResult", "box_problem", "make_problem", "run", "run_grid", "__version__"]

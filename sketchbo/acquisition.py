@@ -1,4 +1,5 @@
-"""Maximising an acquisition function inside the unit box [0, 1]^d (GSSBO, Wei et al. 2025; PROTOCOLS §9).
+"""Maximising an acquisition function inside the unit box [0, 1]^d (GSSBO, Wei et al. 2025;
+docs/protocols.md#box-protocol).
 
 The paper does not say how its UCB is maximised. Ours, in two stages, all with static sizes:
 
@@ -89,13 +90,15 @@ __all__ = ["AcqStatic", "candidates", "refine", "maximize"]
 
 
 def maximize_ucb(key, predict: Callable, beta, x, y, valid, n_incumbents: int, static: AcqStatic, lr, local_scale):
-    """GP-UCB's next point (PROTOCOLS §9): the argmax of mu + sqrt(beta) sigma from ``predict(xq) -> (mean,
-    var)``, the candidates perturbing the ``n_incumbents`` best valid samples (``x`` (n, d), ``y`` (n,))."""
+    """GP-UCB's next point (docs/protocols.md#box-protocol): the argmax of mu + sqrt(beta) sigma from
+    ``predict(xq) -> (mean, var)``, the candidates perturbing the ``n_incumbents`` best valid samples (``x`` (n, d),
+    ``y`` (n,))."""
 
     def ucb(xq):
         mean, var = predict(xq)
         return mean + jnp.sqrt(beta) * jnp.sqrt(var + 1e-30)
 
+    n_incumbents = min(n_incumbents, y.shape[0])  # a sample buffer smaller than the incumbents (T < 5)
     inc_v, inc_i = jax.lax.top_k(jnp.where(valid, y, -jnp.inf), n_incumbents)
     return maximize(key, ucb, x[inc_i], jnp.isfinite(inc_v), static, lr, local_scale)
 

@@ -20,7 +20,7 @@ the job's overrides (``configs/config.yaml``, ``hydra.sweep``), so re-running an
 redoes only the jobs that did not finish.
 
 Checkpoints: with ``checkpoint_every=k`` (rounds; null = off) a job saves its run's progress to
-``<run_dir>/checkpoint.npz`` (``runner.run``'s ``checkpoint``) every k rounds; the same job started again
+``<run_dir>/checkpoint.npz`` (``sketchbo.run``'s ``checkpoint``) every k rounds; the same job started again
 (same command, same directory) resumes there and yields the traces of an uninterrupted run. The file is
 deleted once ``summary.json`` and ``traces.npz`` are written. ``checkpoint_every`` changes no result, so it
 does not count for resuming complete results and does not name multirun job directories.
@@ -37,19 +37,28 @@ import math
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import hydra
-import jax
+from hydra import compose, initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra._internal.utils import get_args_parser
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from sketchbo import continuous, jobs, tracking
+from sketchbo import jobs, tracking
 from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS
 from sketchbo.jobs import RUNTIME_KEYS, completed, hyperparameters, remove_checkpoint
 from sketchbo.problems import CONTINUOUS_PROBLEMS
-from sketchbo.runner import enable_compilation_cache, grid_points, resolve_hyperparameters, run_grid
+from sketchbo.domains import box
+from sketchbo.domains.finite import resolve_hyperparameters
+from sketchbo.engine.program import enable_compilation_cache
+from sketchbo.engine.run import enable_x64, grid_points, run_grid
+from sketchbo.engine.validate import check_run_args
 
 PROG = "sketchbo-run"
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -59,6 +68,7 @@ USER_ERRORS = (ValueError, OSError, tracking.LoggingError)  # bad parameters, mi
 BOX_PROBLEMS = {*CONTINUOUS_PROBLEMS, "diabetes"}  # problems of the continuous algorithms (BO_ALGORITHMS)
 INT_KEYS = ("T", "n_seeds", "seed", "devices", "checkpoint_every")  # top-level keys that take whole numbers
 HYDRA_FILES = {".hydra", "sketchbo.log"}  # what Hydra writes into a run directory before the task starts
+STARTED = time.time()  # directories created from here on are this process's
 
 
 def known_algorithms() -> list[str]:
@@ -117,7 +127,7 @@ def check_hyperparameters(algos: list[dict], T) -> None:
     T = T if isinstance(T, int) else 1
     for algo in algos:
         if algo["name"] in BO_ALGORITHMS:  # continuous domains (GSSBO and its baselines)
-            continuous.resolve_hyperparameters(algo["name"], hyperparameters(algo), T)
+            box.resolve_hyperparameters(algo["name"], hyperparameters(algo), T)
         else:
             resolve_hyperparameters(algo["name"], hyperparameters(algo), T)
 
@@ -176,19 +186,34 @@ def point_dirname(point: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in point.items())
 
 
+def check_config(cfg: DictConfig) -> None:
+    """Every check of one job's composed config that needs no problem data (ValueError naming the key): run
+    arguments, the algorithms (compare members, grid points) and their hyperparameters on the problem's domain,
+    the logger. Run on every job of a sweep before the first one starts (:func:`main`), and by each job."""
+    check_run_keys(cfg)
+    check_run_args(cfg.T, cfg.n_seeds, cfg.seed, cfg.dtype, cfg.seed_axis, None)
+    grid = grid_of(cfg)
+    if grid:
+        if cfg.algorithm.name == COMPARE:
+            raise ValueError("grid.* needs a single algorithm (algorithm=<name>), not algorithm=compare")
+        algo = algorithm_configs(cfg)[0]
+        algos = [{**algo, **pt} for pt in grid_points(algo["name"], grid)]
+    else:
+        algos = algorithm_configs(cfg)
+    check_domains(algos, cfg.problem.name)
+    check_hyperparameters(algos, cfg.T)
+    check_logger(cfg)
+
+
 def execute_grid(cfg: DictConfig, run_dir: Path, grid: dict) -> list[dict]:
     """A float grid as one vmapped/mapped program: one result directory per point, ``grid/<k=v,...>/``.
 
     Each point's files are those of a single run with ``algorithm.<k>=v`` (its stored config has the
     algorithm values set and no grid), so they equal the corresponding multirun job's numbers.
     """
-    if cfg.algorithm.name == COMPARE:
-        raise ValueError("grid.* needs a single algorithm (algorithm=<name>), not algorithm=compare")
+    check_config(cfg)
     algo = algorithm_configs(cfg)[0]
     points = grid_points(algo["name"], grid)
-    check_domains([algo], cfg.problem.name)
-    check_hyperparameters([{**algo, **pt} for pt in points], cfg.T)
-    check_logger(cfg)
     plain = copy.deepcopy(cfg)
     with open_dict(plain):
         plain.grid = {k: None for k in plain.grid}
@@ -219,14 +244,11 @@ def execute(cfg: DictConfig, run_dir: Path) -> list[dict]:
     Results that ``run_dir`` already holds completely for the same config are reused, not recomputed;
     the problem is built only when something has to run.
     """
-    check_run_keys(cfg)
     grid = grid_of(cfg)
     if grid:
         return execute_grid(cfg, run_dir, grid)
+    check_config(cfg)
     algos = algorithm_configs(cfg)
-    check_domains(algos, cfg.problem.name)
-    check_hyperparameters(algos, cfg.T)
-    check_logger(cfg)
     compare = cfg.algorithm.name == COMPARE
     problem = None
     summaries = []
@@ -259,10 +281,15 @@ def fail(message: str) -> None:
 
 
 def remove_if_only_hydra(run_dir: Path) -> None:
-    """Delete a run directory that holds only what Hydra wrote before the task started (a rejected run)."""
+    """Delete a run directory that holds only what Hydra wrote before the task started (a rejected run), and
+    the parents that this process created for it and left empty (``outputs/<date>/``)."""
     try:
         if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= HYDRA_FILES:
             shutil.rmtree(run_dir)
+        parent = run_dir.absolute().parent
+        while parent != Path.cwd() and parent.is_dir() and parent.stat().st_ctime >= STARTED - 1.0:
+            parent.rmdir()  # only an empty directory goes; a non-empty one stops the walk (OSError)
+            parent = parent.parent
     except OSError:
         pass
 
@@ -303,8 +330,7 @@ class OutputDirCheck(Callback):
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")
 def app(cfg: DictConfig) -> None:
     """The Hydra task: set precision, run (or reuse complete results), write results, print the table."""
-    if cfg.dtype == "float64":
-        jax.config.update("jax_enable_x64", True)
+    enable_x64()  # float64 by default; a float32 run keeps its float64 pieces whatever ran before (engine.run)
     if cfg.get("compile_cache"):
         enable_compilation_cache(Path(str(cfg.compile_cache)).expanduser())
     run_dir = Path(HydraConfig.get().runtime.output_dir)
@@ -317,8 +343,42 @@ def app(cfg: DictConfig) -> None:
     print(f"results: {run_dir}")
 
 
+def sweep_jobs(argv: list[str]) -> list[list[str]] | None:
+    """The overrides of every job the command line asks for (one for a single run, the basic sweeper's
+    Cartesian product for ``-m``); None when the command runs no job of ours (``--cfg``, ``--help``, ``--info``,
+    another config path or name)."""
+    args = get_args_parser().parse_args(argv)
+    if (args.help or args.hydra_help or args.cfg or args.info or args.shell_completion or args.config_path
+            or args.config_dir or args.config_name or args.experimental_rerun):
+        return None
+    if not args.multirun:
+        return [list(args.overrides)]
+    parsed = OverridesParser.create().parse_overrides(list(args.overrides))
+    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+def validate_jobs(jobs: list[list[str]]) -> None:
+    """Compose and check (:func:`check_config`) every job before Hydra creates a directory or starts one: a bad
+    value anywhere in a sweep stops it whole, naming the job. A config that does not compose is left to Hydra,
+    which reports it the same way before it creates anything."""
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        for k, overrides in enumerate(jobs):
+            try:
+                cfg = compose(config_name="config", overrides=overrides)
+            except HydraException:
+                return
+            try:
+                check_config(cfg)
+            except USER_ERRORS as err:
+                where = f"job {k + 1} of {len(jobs)} ({' '.join(overrides)}): " if len(jobs) > 1 else ""
+                fail(where + describe(err))
+
+
 def main() -> None:
-    """Console entry point of ``sketchbo-run``."""
+    """Console entry point of ``sketchbo-run``: every job validated, then Hydra runs them."""
+    jobs_ = sweep_jobs(sys.argv[1:])
+    if jobs_ is not None:
+        validate_jobs(jobs_)
     app()
 
 

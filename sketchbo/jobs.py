@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sketchbo import continuous, tracking
+from sketchbo import certificates, tracking
 from sketchbo.algorithms import BO_ALGORITHMS
 from sketchbo.problems import ContinuousProblem, make_problem
-from sketchbo.runner import run
+from sketchbo.engine.run import run
 from sketchbo.tracking import RUNTIME_KEYS  # config keys that do not change a result
 
 # Config keys added after paper-scale results were stored, with the value those results ran with: a stored
@@ -102,10 +102,11 @@ def run_job(config: dict, run_dir: Path, problem=None, config_text: str | None =
                   **checkpoint_args(config, run_dir))
     if algo["name"] in BO_ALGORITHMS or isinstance(problem, ContinuousProblem):
         _check_continuous(algo["name"], problem, config)
-        result = continuous.run(algo["name"], problem, **common)
+        result = run(algo["name"], problem, **common)
         gap = result.hyperparameters["uniform_mean"] - problem.f_min
     else:
         result = run(algo["name"], problem, kernel=kernel_override(config), devices=config.get("devices"), **common)
+        result = result._replace(certificates=certificates.of_run(result, problem, kernel_override(config)))
         gap = uniform_gap(problem)
     summary = tracking.write_results(run_dir, result, config, uniform_gap=gap, config_text=config_text)
     remove_checkpoint(run_dir)

@@ -18,7 +18,7 @@ HIGHEST = jax.lax.Precision.HIGHEST
 
 
 def mm(a, b):
-    """``a @ b`` at the full precision of its dtype on every backend (DESIGN §3): GPUs otherwise run
+    """``a @ b`` at the full precision of its dtype on every backend (docs/architecture.md#numerics): GPUs otherwise run
     float32 products in TF32 (a 10-bit mantissa), which doubled BBKB's regret on Cadata. Every GP product
     of the library goes through this (tests/test_precision.py checks the lowered programs)."""
     return jnp.matmul(a, b, precision=HIGHEST)
@@ -124,7 +124,7 @@ def jacobi_eigh(A, sweeps: int | None = None, unroll: bool = True):
     slices (:func:`_move`, the round-robin "circle"): O(m^2) work, no gathers. The number of ``sweeps`` is
     fixed (static; None: :func:`default_sweeps`): no data-dependent loop, so the same program runs under
     ``vmap`` for every seed. ``unroll``: unroll the steps of a sweep (one loop iteration per sweep instead of
-    per step; every iteration of an XLA:GPU loop is a host round trip, DESIGN §3).
+    per step; every iteration of an XLA:GPU loop is a host round trip, docs/architecture.md#rounds).
 
     For the accelerators, where cuSOLVER's ``eigh`` of a small matrix is a long chain of tiny kernels; on CPU
     LAPACK's ``eigh`` is faster (scripts/bench_eig.py).
@@ -169,7 +169,8 @@ def psd_inv_sqrt(K, mask, eig_method: str = "auto"):
 
     Returns ``(W, rank)`` with ``W`` (m, m) such that ``W.T @ W = K^+`` and ``z(x) = W k_S(x)`` is the
     Nyström embedding z(x) = K_S^{+1/2} k_S(x) (BBKB §2, up to an orthogonal rotation, which leaves every
-    posterior quantity unchanged). Eigenvalues below ``max_eig * m * eps`` are dropped (DESIGN §4; the
+    posterior quantity unchanged). Eigenvalues below ``max_eig * m * eps`` are dropped
+    (docs/architecture.md#numerics; the
     same threshold as the authors' code) — no jitter is added. ``eig_method`` (static): the eigensolver
     (:func:`sym_eig`); the threshold is the same for each.
     """

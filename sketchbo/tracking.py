@@ -1,4 +1,4 @@
-"""Result files of a run (DESIGN §5), their completeness check, W&B logging and the comparison table.
+"""Result files of a run (docs/architecture.md#experiment-system), their completeness check, W&B logging and the comparison table.
 
 Every run directory gets
 
@@ -23,81 +23,21 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
+
+from sketchbo.engine.files import (  # noqa: F401  (re-exported: the result files use the core's atomic writes)
+    atomic_savez, atomic_write, atomic_write_json, atomic_write_text, differences, plain, remove_temporaries, to_jsonable,
+    without_keys,
+)
 
 TRACE_KEYS = ("query", "reward", "instant_regret", "batch_index", "dict_size")
 # Config keys that do not change a result: a stored result whose config differs only here is complete.
 RUNTIME_KEYS = ("progress", "logger", "problem.data_dir", "problem.download", "compile_cache", "devices",
                 "checkpoint_every")
 PER_SEED_KEYS = ("cumulative_regret", "regret_ratio", "n_batches", "max_batch_size", "max_dict_size")
-
-
-def to_jsonable(value):
-    """``value`` with numpy arrays and scalars turned into lists and Python numbers."""
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return to_jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _atomic_write(path: Path, write) -> Path:
-    """Call ``write(file)`` on a temporary file beside ``path``, fsync it, then rename it to ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file ordinary permissions
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    return path
-
-
-def remove_temporaries(directory) -> list[Path]:
-    """Delete the temporary files (``.<name>.<random>.tmp``) that an atomic write killed half-way (SIGKILL
-    leaves no chance to clean up) left in ``directory``; return them. Call it only while no atomic write
-    into ``directory`` is in flight."""
-    stale = [p for p in Path(directory).glob(".*.*.tmp") if p.is_file()]
-    for path in stale:
-        path.unlink(missing_ok=True)
-    return stale
-
-
-def atomic_write_json(path, obj) -> Path:
-    """Write ``obj`` (numpy values allowed) as indented JSON to ``path`` atomically."""
-    text = json.dumps(to_jsonable(obj), indent=2, allow_nan=True) + "\n"
-    return _atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
-
-
-def atomic_write_text(path, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
-    return _atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
-
-
-def atomic_savez(path, **arrays) -> Path:
-    """``np.savez(path, **arrays)`` atomically (``path`` is used as given, no ``.npz`` appended)."""
-    return _atomic_write(path, lambda fh: np.savez(fh, **arrays))
 
 
 def summary_of(result, config: dict) -> dict:
@@ -120,6 +60,11 @@ def summary_of(result, config: dict) -> dict:
         hyperparameters=to_jsonable(result.hyperparameters),
         config=to_jsonable(config),
     )
+    if getattr(result, "certificates", None) is not None:  # finite-arm runs: the papers' bounds on this run
+        summary["certificates"] = to_jsonable(result.certificates)
+        for key in ("d_eff", "dict_bound", "batch_bound"):
+            if all(key in c for c in result.certificates):
+                summary[key] = [c[key] for c in result.certificates]
     return summary
 
 
@@ -157,38 +102,6 @@ def write_results(run_dir, result, config: dict, uniform_gap: float | None = Non
 
 
 # ------------------------------------------------------------------------------------- completeness
-
-def plain(value):
-    """``value`` as it reads back from a JSON file (``summary.json``, a checkpoint's identity): JSON round trip."""
-    return json.loads(json.dumps(to_jsonable(value), allow_nan=True))
-
-
-def without_keys(config: dict, ignore) -> dict:
-    """A copy of ``config`` without the dotted keys in ``ignore`` (e.g. ``"logger"``, ``"problem.data_dir"``)."""
-    config = json.loads(json.dumps(config, allow_nan=True))
-    for dotted in ignore:
-        *parents, last = dotted.split(".")
-        node = config
-        for key in parents:
-            node = node.get(key) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            node.pop(last, None)
-    return config
-
-
-def differences(a, b, prefix: str = "") -> list[str]:
-    """The dotted names (``hyperparameters[0].lam``) at which two plain JSON values differ: dicts key by
-    key, lists of the same length item by item, anything else as a whole."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = []
-        for key in sorted(set(a) | set(b), key=str):
-            name = f"{prefix}.{key}" if prefix else str(key)
-            out.extend([name] if key not in a or key not in b else differences(a[key], b[key], name))
-        return out
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [n for i, (x, y) in enumerate(zip(a, b)) for n in differences(x, y, f"{prefix}[{i}]")]
-    return [] if a == b else [prefix or "<root>"]
-
 
 def _lookup(config: dict, dotted: str):
     """``(True, value)`` of a dotted key of ``config``, ``(False, None)`` when it is absent."""
@@ -378,7 +291,28 @@ def format_table(summaries: list[dict]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER))]
     lines = [" | ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "-+-".join("-" * w for w in widths))
-    return "\n".join([*lines, TABLE_FOOTER])
+    return "\n".join([*lines, TABLE_FOOTER, *filter(None, (certificate_line(s) for s in summaries))])
+
+
+def certificate_line(summary: dict) -> str | None:
+    """One footer line of a finite-arm run's theory certificates (``sketchbo.certificates``), None without them:
+    d_eff, the largest dictionary and the batch count beside their bounds (worst seed), the theorem's note."""
+    certs = summary.get("certificates")
+    if not certs:
+        return None
+    name = summary.get("label", summary["algorithm"])
+    parts = [f"d_eff {np.mean([c['d_eff'] for c in certs]):.1f}",
+             f"sum sigma^2 {np.mean([c['sum_variance'] for c in certs]):.1f}"]
+    if all("dict_bound" in c for c in certs):
+        ok = all(c["max_dict_size"] <= c["dict_bound"] for c in certs)
+        parts.append(f"dictionary {max(c['max_dict_size'] for c in certs)} vs bound "
+                     f"{min(c['dict_bound'] for c in certs):.4g} ({'within' if ok else 'EXCEEDED'})")
+    if all("batch_bound" in c for c in certs):
+        ok = all(c["n_batches"] <= c["batch_bound"] for c in certs)
+        parts.append(f"batches {max(c['n_batches'] for c in certs)} vs bound "
+                     f"{min(c['batch_bound'] for c in certs):.4g} ({'within' if ok else 'EXCEEDED'})")
+    notes = sorted({c["note"] for c in certs if c.get("note")})
+    return f"{name}: " + "; ".join(parts) + "".join(f" [{n}]" for n in notes)
 
 
 TABLE_FOOTER = ("R_T/R_unif: cumulative regret over that of uniformly random choices (1 = no better than random, "

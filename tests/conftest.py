@@ -1,8 +1,9 @@
-"""Test configuration: float64 everywhere (DESIGN §4), set here and not on import; the ``real_data`` marker.
+"""Test configuration: float64 everywhere (docs/architecture.md#numerics), set here and not on import; the
+``real_data`` marker.
 
 Tests marked ``@pytest.mark.real_data("abalone.data", ...)`` need the original data files. When a file
-cannot be found without downloading (``find_data_file(..., download=False)``: $SKETCHBO_DATA_DIR,
-``shared/data`` beside the checkout), the test is skipped with a reason naming the missing files, so a
+cannot be found without downloading (``find_data_file(..., download=False)``: $SKETCHBO_DATA_DIR; CI's
+``.ci/run`` points it at its copy of the data), the test is skipped with a reason naming the missing files, so a
 fresh clone without data passes. With ``SKETCHBO_REQUIRE_DATA=1`` (set by ``.ci/run``) such a test fails
 instead, so CI always runs them.
 """
@@ -58,8 +59,8 @@ def pytest_collection_modifyitems(config, items):
         missing = missing_data_files(marker.args)
         if missing and not _require_data():
             item.add_marker(pytest.mark.skip(reason=(
-                f"needs the data file(s) {missing}: put them in $SKETCHBO_DATA_DIR or ../shared/data "
-                f"(README, 'Datasets'); {REQUIRE_DATA_ENV}=1 makes this a failure")))
+                f"needs the data file(s) {missing}: put them in $SKETCHBO_DATA_DIR "
+                f"(docs/problems.md#data-files); {REQUIRE_DATA_ENV}=1 makes this a failure")))
 
 
 @pytest.fixture(autouse=True)
@@ -68,8 +69,7 @@ def _required_data_present(request):
     marker = request.node.get_closest_marker("real_data")
     if marker is not None and _require_data():
         missing = missing_data_files(marker.args)
-        assert not missing, (f"{REQUIRE_DATA_ENV}=1 and the data file(s) {missing} are not in $SKETCHBO_DATA_DIR "
-                             "or ../shared/data")
+        assert not missing, (f"{REQUIRE_DATA_ENV}=1 and the data file(s) {missing} are not in $SKETCHBO_DATA_DIR")
 
 
 # Small stand-ins for the original files, in their formats: the lookup, checksum and download mechanisms are

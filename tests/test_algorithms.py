@@ -8,7 +8,7 @@ from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, RoundInfo, Static, b
 from sketchbo.algorithms.common import arm_feedback
 from sketchbo.kernels import kernel_params
 from sketchbo.problems import make_problem
-from sketchbo.runner import run
+from sketchbo import run
 
 SMALL = make_problem("gp_sample", A=120, d=2, sigma2=0.2, seed=1)
 ALL = sorted(ALGORITHMS)

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 import sketchbo.api as api
+from sketchbo.engine import asktell
 from sketchbo.algorithms import ALGORITHMS
 from sketchbo.api import Optimizer
 from sketchbo.problems import make_problem
-from sketchbo.runner import run
+from sketchbo import run
 
 # without its suggested lam and F: an Optimizer knows no problem, so both sides use the same defaults
 PROBLEM = make_problem("gp_sample", A=100, d=2, sigma2=0.2)._replace(suggested=None)
@@ -126,16 +127,16 @@ def test_bad_tells_raise_clear_errors_and_change_nothing():
     other[-1] = idx[idx != idx[-1]][0]  # the batch's arms, but another multiset
     ys = F[idx].copy()
     bad_calls = [
-        (np.r_[idx[:-1], outside], ys, rf"index {outside} \(position {n - 1}\) is not in the pending batch"),
-        (idx, ys[:-1], f"length mismatch: {n} indices but {n - 1} values"),
+        (np.r_[idx[:-1], outside], ys, rf"key {outside} \(position {n - 1}\) is not in the pending batch"),
+        (idx, ys[:-1], f"length mismatch: {n} keys but {n - 1} values"),
         (idx[:-1], ys[:-1], "whole pending batch"),
         (other, ys, "whole pending batch"),
-        (idx, np.r_[ys[:1], np.nan, ys[2:]], r"ys\[1\] = nan .*not finite"),
-        (idx, np.r_[ys[:-1], np.inf], rf"ys\[{n - 1}\] = inf .*not finite"),
-        (idx.astype(float), ys, "indices must be a 1-D sequence of integers"),
-        (idx[:, None], ys, "indices must be a 1-D sequence of integers"),
-        (idx, ["a"] * n, "ys must be a 1-D sequence of numbers"),
-        (idx, ys[:, None], "ys must be a 1-D sequence of numbers"),
+        (idx, np.r_[ys[:1], np.nan, ys[2:]], r"rewards\[1\] = nan .*not finite"),
+        (idx, np.r_[ys[:-1], np.inf], rf"rewards\[{n - 1}\] = inf .*not finite"),
+        (idx.astype(float), ys, "keys must be a 1-D sequence of integers"),
+        (idx[:, None], ys, "keys must be a 1-D sequence of integers"),
+        (idx, ["a"] * n, "rewards must be a 1-D sequence of numbers"),
+        (idx, ys[:, None], "rewards must be a 1-D sequence of numbers"),
     ]
     before, hist = leaves(opt), opt.history
     for bad_idx, bad_ys, message in bad_calls:
@@ -158,7 +159,8 @@ def no_compile(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("compilation started before the arguments were validated")
 
-    monkeypatch.setattr(api, "_programs", boom)
+    monkeypatch.setattr(asktell, "finite_programs", boom)
+    monkeypatch.setattr(asktell, "box_programs", boom)
 
 
 @pytest.mark.parametrize("kwargs,message", [
@@ -187,7 +189,7 @@ def test_user_capacities_are_honoured_like_the_runners():
         caps = make(algorithm, params=params).capacities
         expected = {"m_max": params.get("m_max", 1), "u_max": min(params["u_max"], T)}
         assert caps == expected, (algorithm, caps)
-    with pytest.raises(ValueError, match=r"algorithm='gssbo' optimises a continuous box.*continuous.run"):
+    with pytest.raises(ValueError, match=r"algorithm='gssbo' is invalid; it optimises over a box: pass a sketchbo.Box"):
         make("gssbo")
 
 

@@ -2,7 +2,7 @@
 
 Generated bad run arguments, hyperparameters, kernels, problems, ask/tell calls, CLI configs and data files
 are thrown at the validation layer. Each must raise a ValueError that names the parameter, before any
-program is built (``runner.make_program`` and ``api._programs`` are patched to fail, so reaching them
+program is built (``make_program`` of both domains and the ask/tell programs are patched to fail, so reaching them
 fails the test) and without writing a file. ``EXAMPLES`` counts the examples tried; the last test checks
 that they add up to at least 500.
 """
@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf, open_dict
 
 import sketchbo.api as api
+from sketchbo.engine import asktell
 import sketchbo.cli as cli
-import sketchbo.continuous as continuous
-import sketchbo.runner as runner
+import sketchbo as sb
+from sketchbo.domains import box, finite
 from sketchbo.engine import program
 from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS
 from sketchbo.kernels import KERNELS
@@ -32,7 +33,7 @@ from sketchbo.problems import datasets, make_problem
 from sketchbo.problems.datasets import ABALONE_FILE, SHA256
 
 SMALL = make_problem("gp_sample", A=40, d=2, sigma2=0.2, seed=2)
-ORIGINAL_PROGRAMS = api._programs  # the real ask/tell programs, for the one test that needs a pending batch
+ORIGINAL_PROGRAMS = (asktell.finite_programs, asktell.box_programs)  # the real ask/tell programs, for the one test that needs a pending batch
 EXAMPLES: dict[str, int] = {}
 MAX = 90  # examples per property
 # derandomize: the same examples on every run (no flaky suite); database=None: no .hypothesis/ directory
@@ -52,10 +53,11 @@ def boom(*args, **kwargs):
 def no_programs():
     """Building the runner's or the ask/tell API's programs fails the test; jitted helpers are left alone."""
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(runner, "make_program", boom)
-        m.setattr(continuous, "make_program", boom)
+        m.setattr(finite, "make_program", boom)
+        m.setattr(box, "make_program", boom)
         m.setattr(program, "_PROGRAMS", {})
-        m.setattr(api, "_programs", boom)
+        m.setattr(asktell, "finite_programs", boom)
+        m.setattr(asktell, "box_programs", boom)
         yield
 
 
@@ -87,7 +89,7 @@ def bad_int(lo: int, none_is_valid: bool = False):
 
 
 def accepted_as_float(value, ok) -> bool:
-    """Whether ``runner.resolve_hyperparameters`` takes ``value`` as a number (strings like '0.5' included)."""
+    """Whether ``finite.resolve_hyperparameters`` takes ``value`` as a number (strings like '0.5' included)."""
     if isinstance(value, (bool, list, dict)) or value is None:
         return False
     try:
@@ -112,7 +114,7 @@ def bad_float(key: str):
 
 def bad_choice(key: str):
     return st.one_of(TEXT, NUMBERS, st.booleans(), st.none(), st.lists(TEXT, max_size=2)).filter(
-        lambda v: v not in runner.CHOICES[key])
+        lambda v: v not in finite.CHOICES[key])
 
 
 @st.composite
@@ -120,7 +122,7 @@ def bad_hyperparameter(draw):
     """(algorithm, params, name that the error must contain) with exactly one bad entry."""
     algorithm = draw(st.sampled_from(sorted(ALGORITHMS)))
     defaults = ALGORITHMS[algorithm].defaults
-    checked = [k for k in sorted(defaults) if k in FLOAT_RANGES or k in runner.CHOICES or k in ("m_max", "u_max")]
+    checked = [k for k in sorted(defaults) if k in FLOAT_RANGES or k in finite.CHOICES or k in ("m_max", "u_max")]
     kind = draw(st.sampled_from(["known", "unknown"]) if checked else st.just("unknown"))
     if kind == "unknown":
         key = draw(st.from_regex(r"[a-z_]{1,8}", fullmatch=True).filter(lambda k: k not in defaults and k != "name"))
@@ -128,10 +130,10 @@ def bad_hyperparameter(draw):
     key = draw(st.sampled_from(checked))
     if key in FLOAT_RANGES:
         value = draw(bad_float(key))
-    elif key in runner.CHOICES:
+    elif key in finite.CHOICES:
         value = draw(bad_choice(key))
-    else:
-        value = draw(bad_int(1))
+    else:  # m_max None is valid: the backend's first capacity (finite.default_m_max)
+        value = draw(bad_int(1, none_is_valid=key == "m_max"))
     return algorithm, {key: value}, f"algorithm.{key}="
 
 
@@ -160,7 +162,7 @@ def test_bad_run_arguments(data, scratch):
         kwargs["checkpoint_every"] = 1
     count("run arguments")
     with pytest.raises(ValueError, match=rf"\b{name}="):
-        runner.run("bbkb", SMALL, **kwargs)
+        sb.run("bbkb", SMALL, **kwargs)
     assert_nothing_written(scratch)
 
 
@@ -170,7 +172,7 @@ def test_bad_hyperparameters(case, scratch):
     algorithm, params, name = case
     count("hyperparameters")
     with pytest.raises(ValueError) as err:
-        runner.run(algorithm, SMALL, T=10, params=params, progress=False, checkpoint=scratch / "ck.npz",
+        sb.run(algorithm, SMALL, T=10, params=params, progress=False, checkpoint=scratch / "ck.npz",
                    checkpoint_every=1)
     assert name in str(err.value)
     assert_nothing_written(scratch)
@@ -205,7 +207,7 @@ def test_bad_kernels(case):
     kernel, name = case
     count("kernels")
     with pytest.raises(ValueError) as err:
-        runner.run("bbkb", SMALL, T=10, kernel=kernel, progress=False)
+        sb.run("bbkb", SMALL, T=10, kernel=kernel, progress=False)
     assert name in str(err.value)
 
 
@@ -242,7 +244,7 @@ def test_bad_problems(case):
     problem, name = case
     count("problems")
     with pytest.raises(ValueError) as err:
-        runner.run("bbkb", problem, T=10, progress=False)
+        sb.run("bbkb", problem, T=10, progress=False)
     assert name in str(err.value)
 
 
@@ -278,7 +280,7 @@ OPTIMIZER_ARGUMENTS = {
     "candidates": st.one_of(TEXT, st.lists(NUMBERS, max_size=4),  # 1-D, strings, NaN / inf rows
                             st.integers(1, 5).map(lambda n: np.full((n, 2), np.nan)),
                             st.just([[0.0, 1.0], [0.0, np.inf]])),
-    "algorithm": st.one_of(TEXT, NUMBERS, st.none()).filter(lambda v: v not in ALGORITHMS),
+    "algorithm": st.one_of(TEXT, NUMBERS).filter(lambda v: v not in ALGORITHMS),  # None: the space's default
     "params": st.one_of(bad_hyperparameter().map(lambda c: c[1]), TEXT, st.lists(TEXT, min_size=1, max_size=2)),
     "kernel": bad_kernel().map(lambda c: c[0]),
     "seed": bad_int(0), "horizon": bad_int(1),
@@ -304,7 +306,8 @@ def test_bad_optimizer_arguments(data):
 def _pending_optimizer():
     """An optimiser with a pending batch of several arms, built with the real programs."""
     real = pytest.MonkeyPatch()
-    real.setattr(api, "_programs", ORIGINAL_PROGRAMS)
+    real.setattr(asktell, "finite_programs", ORIGINAL_PROGRAMS[0])
+    real.setattr(asktell, "box_programs", ORIGINAL_PROGRAMS[1])
     try:
         opt = api.Optimizer(SMALL.arms, "bbkb", params={"C": 5.0, "F": 1.0}, kernel=SMALL.kernel, horizon=40,
                             noise_std=0.0, seed=3)
@@ -349,7 +352,7 @@ def test_bad_tells_never_reach_the_gp():
     opt = _pending_optimizer()
     batch, _ = opt.ask()
     state = [np.asarray(x) for x in jax.tree.leaves(opt.state)]
-    opt._prog = opt._prog._replace(tell=boom, ask=boom)
+    opt._s.prog = opt._s.prog._replace(tell=boom, ask=boom)
 
     @SETTINGS
     @given(case=bad_tell(batch))
@@ -358,7 +361,7 @@ def test_bad_tells_never_reach_the_gp():
         count("tells")
         with pytest.raises(ValueError) as err:
             opt.tell(idx, ys)
-        assert any(word in str(err.value) for word in ("indices", "index", "ys", "length mismatch")), err.value
+        assert any(word in str(err.value) for word in ("keys", "key", "rewards", "length mismatch")), err.value
         np.testing.assert_array_equal(opt.ask()[0], batch)  # still pending, unchanged
 
     check()
@@ -418,7 +421,7 @@ def bad_override(draw):
     if kind == "logger":
         return "wandb", "logger.mode", draw(TEXT.filter(lambda v: v not in ("offline", "online", "disabled"))), "logger.mode="
     if kind == "grid":
-        key = draw(st.sampled_from(runner.GRID_KEYS))
+        key = draw(st.sampled_from(finite.GRID_KEYS))
         if key not in ALGORITHMS["bbkb"].defaults:
             return "bbkb", f"grid.{key}", [0.5], f"grid.{key}"
         value = draw(st.one_of(st.just([]), NUMBERS, TEXT, bad_float(key).map(lambda v: [1.0, v] if key != "C" else [2.0, v])))
@@ -513,8 +516,8 @@ def bad_bo_input(draw):
     defaults = BO_ALGORITHMS[algorithm].defaults
     kwargs = {"T": 30, "params": {"n0": 10}}
     kind = draw(st.sampled_from(["run", "int", "float", "choice", "unknown"]))
-    ints = [k for k in sorted(continuous._INTS) if k in defaults and k != "n0"] + (["M"] if "M" in defaults else [])
-    floats = [k for k in sorted(continuous._FLOATS) if k in defaults]
+    ints = [k for k in sorted(box._INTS) if k in defaults and k != "n0"] + (["M"] if "M" in defaults else [])
+    floats = [k for k in sorted(box._FLOATS) if k in defaults]
     if kind == "run":
         name = draw(st.sampled_from(sorted(BO_RUN_ARGUMENTS)))
         kwargs[name] = draw(BO_RUN_ARGUMENTS[name])
@@ -525,16 +528,16 @@ def bad_bo_input(draw):
         return algorithm, kwargs, rf"\b{name}="
     if kind == "int" and ints:
         key = draw(st.sampled_from(ints))
-        lo = 11 if key == "M" else continuous._INTS[key]  # M > n0
+        lo = 11 if key == "M" else box._INTS[key]  # M > n0
         kwargs["params"][key] = draw(bad_int(lo, none_is_valid=key == "M"))
     elif kind == "float" and floats:
         key = draw(st.sampled_from(floats))
-        ok = continuous._FLOATS[key][0]
+        ok = box._FLOATS[key][0]
         kwargs["params"][key] = draw(st.one_of(NUMBERS, JSONISH, st.none()).filter(
             lambda v: not accepted_as_float(v, ok)))
     elif kind == "choice" and ("selection" in defaults or "keep_best" in defaults):
         key = draw(st.sampled_from([k for k in ("selection", "keep_best") if k in defaults]))
-        bad = (TEXT.filter(lambda v: v not in continuous._SELECTIONS) if key == "selection"
+        bad = (TEXT.filter(lambda v: v not in box._SELECTIONS) if key == "selection"
                else st.one_of(TEXT, st.integers(), st.none()))
         kwargs["params"][key] = draw(bad)
     else:
@@ -555,16 +558,16 @@ def test_bad_continuous_inputs(case, scratch):
         kwargs.update(checkpoint=scratch / "ck.npz", checkpoint_every=1)
     count("continuous runs")
     with pytest.raises(ValueError, match=name):
-        continuous.run(algorithm, HARTMANN, progress=False, **kwargs)
+        sb.run(algorithm, HARTMANN, progress=False, **kwargs)
     assert_nothing_written(scratch)
 
 
 def test_continuous_algorithms_refuse_finite_problems_and_the_reverse():
     count("continuous runs")
-    with pytest.raises(ValueError, match="optimises continuous problems"):
-        continuous.run("gssbo", SMALL, T=10, progress=False)
-    with pytest.raises(ValueError, match="continuous-domain algorithm"):
-        continuous.run("bbkb", HARTMANN, T=10, progress=False)
+    with pytest.raises(ValueError, match="optimises over a box: pass a box problem"):
+        sb.run("gssbo", SMALL, T=10, progress=False)
+    with pytest.raises(ValueError, match="runs on a finite arm set: pass a sketchbo Problem"):
+        sb.run("bbkb", HARTMANN, T=10, progress=False)
 
 
 # ------------------------------------------------------------------------------------------- the count

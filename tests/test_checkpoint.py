@@ -18,11 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sketchbo import continuous
+import sketchbo as sb
 from sketchbo.engine import checkpoint
 from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS
 from sketchbo.problems import make_problem
-from sketchbo.runner import run
+from sketchbo import run
 from sketchbo.tracking import TRACE_KEYS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -289,22 +289,22 @@ def test_continuous_checkpoint_of_another_run_is_ignored(tmp_path, monkeypatch, 
     path = tmp_path / "ck.npz"
     kw = bo_kwargs("rssbo")
     stop_after_write(monkeypatch, 2,
-                     lambda: continuous.run("rssbo", HARTMANN, n_seeds=2, checkpoint=path, checkpoint_every=1, **kw))
+                     lambda: sb.run("rssbo", HARTMANN, n_seeds=2, checkpoint=path, checkpoint_every=1, **kw))
     stale = path.read_bytes()
     capfd.readouterr()
     other = {**kw, "params": {**kw["params"], "beta_c": 0.5}}
-    res = continuous.run("rssbo", HARTMANN, n_seeds=2, checkpoint=path, checkpoint_every=100, **other)
+    res = sb.run("rssbo", HARTMANN, n_seeds=2, checkpoint=path, checkpoint_every=100, **other)
     err = capfd.readouterr().err
     assert "it belongs to a different run (differs in hyperparameters.beta_c)" in err and "resuming" not in err
-    assert_same_bo_run(res, continuous.run("rssbo", HARTMANN, n_seeds=2, **other))
+    assert_same_bo_run(res, sb.run("rssbo", HARTMANN, n_seeds=2, **other))
     # the same name with another objective is another run (the fingerprint of f)
     path.write_bytes(stale)
     shifted = HARTMANN._replace(fn=lambda x: HARTMANN.fn(x) + 1e-9)
-    continuous.run("rssbo", shifted, n_seeds=2, checkpoint=path, checkpoint_every=100, **kw)
+    sb.run("rssbo", shifted, n_seeds=2, checkpoint=path, checkpoint_every=100, **kw)
     err = capfd.readouterr().err
     assert "differs in problem.fingerprint" in err and "resuming" not in err
     with pytest.raises(ValueError, match="checkpoint_every"):
-        continuous.run("rssbo", HARTMANN, n_seeds=2, checkpoint=path, **kw)
+        sb.run("rssbo", HARTMANN, n_seeds=2, checkpoint=path, **kw)
 
 
 def test_temporaries_of_a_killed_write_are_removed_when_the_results_are_written(tmp_path):
@@ -331,7 +331,7 @@ def test_a_non_finite_objective_value_stops_the_run_and_never_reaches_the_gp(tmp
         path = tmp_path / "ck.npz"
         with pytest.raises(ValueError, match=r"problem 'broken': the objective returned -?(nan|inf) .* evaluation \d+\)"
                                              r"\. It was kept out of the GP \(its data stayed finite\)"):
-            continuous.run("gssbo", broken, n_seeds=2, checkpoint=path, checkpoint_every=100, **bo_kwargs("gssbo"))
+            sb.run("gssbo", broken, n_seeds=2, checkpoint=path, checkpoint_every=100, **bo_kwargs("gssbo"))
         assert not path.exists() and not list(tmp_path.iterdir())
 
 

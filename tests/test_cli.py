@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-from sketchbo import cli, runner, tracking
+from sketchbo import cli, tracking
+from sketchbo.domains import finite
 from sketchbo.algorithms import ALGORITHMS as FINITE_REGISTRY
 from sketchbo.algorithms import BO_ALGORITHMS
 from sketchbo.cli import CONFIG_DIR, RUNTIME_KEYS, algorithm_configs
@@ -154,9 +155,9 @@ def test_every_algorithm_config_composes_with_the_registry_defaults(algorithm):
     assert cfg.algorithm.name == algorithm and algorithm in REGISTRY
     params = {k: v for k, v in cfg.algorithm.items() if k != "name"}
     assert params == REGISTRY[algorithm].defaults  # same keys and values as the runner's registry
-    if "lam" in params:  # null: the problem's suggested values, else PROTOCOLS §9's (runner.FALLBACK)
+    if "lam" in params:  # null: the problem's suggested values, else the protocol's (finite.FALLBACK)
         assert (params["lam"], params["F"], params["delta"], params.get("beta", "code")) == (None, None, None, "code")
-        assert runner.FALLBACK == {"lam": 0.2, "F": 20.0}
+        assert finite.FALLBACK == {"lam": 0.2, "F": 20.0}
 
 
 def test_registry_has_a_config_for_every_algorithm():

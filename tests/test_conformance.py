@@ -1,10 +1,10 @@
 """The conformance suite: every registered algorithm of both domains (``sketchbo.algorithms.REGISTRY``).
 
 One contract (the state transitions' types, traced without compiling), then through the engine's entry
-points (``runner.run`` for finite arms, ``continuous.run`` for boxes): no recompilation on a second call,
-seeds by vmap == by map == run alone, finite outputs, learns on a small problem, and a run stopped after a
-checkpoint resumes bit for bit. The ask/tell API == the runner for every finite-arm algorithm is in
-``test_api.py`` (ask/tell serves finite candidate sets). Box algorithms are costly to compile: three of them,
+point (``sketchbo.run``, both domains): no recompilation on a second call, seeds by vmap == by map == run
+alone, finite outputs, learns on a small problem, and a run stopped after a checkpoint resumes bit for bit.
+Ask/tell == run, per algorithm: ``test_api.py`` (finite candidate sets, every algorithm) and
+``test_asktell_box.py`` (boxes, the same three by default, every one with ``-m slow``). Box algorithms are costly to compile: three of them,
 one per model engine (subset, Nyström, all rows), run by default; the others with ``-m slow``.
 """
 from __future__ import annotations
@@ -17,7 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sketchbo import continuous
+import sketchbo as sb
+from sketchbo.engine.run import check_run
+from sketchbo.domains import box
 from sketchbo.acquisition import AcqStatic
 from sketchbo.algorithms import (
     ALGORITHMS, BO_ALGORITHMS, REGISTRY, ArmSet, BOParams, BoxSet, BOStatic, Feedback, Params, RoundInfo, Static,
@@ -26,7 +28,7 @@ from sketchbo.algorithms import (
 from sketchbo.algorithms.subset_bo import _nystrom_predict, data_mean, data_valid
 from sketchbo.kernels import kernel_params
 from sketchbo.problems import make_problem
-from sketchbo.runner import run
+from sketchbo import run
 from test_checkpoint import (BO_ALWAYS, HARTMANN, assert_same_bo_run, assert_same_run, bo_kwargs, interrupt_after,
                              kwargs, resumed_at, stop_after_write)
 
@@ -46,8 +48,8 @@ def _parts(name, T=24):
                         kernel_params("rbf", 2, sigma2=0.2))
         fb = Feedback(jnp.arange(T, dtype=jnp.int32), jnp.zeros(T), jnp.arange(T) < 3)
         return build(spec, static), ArmSet(jnp.asarray(SMALL.arms)), params, fb
-    hyper = continuous.resolve_hyperparameters(name, {}, T)
-    static = BOStatic(variant=name, d=6, T=T, cap=T, n0=6, M=continuous.model_rows(name, hyper, T), fit_steps=2,
+    hyper = box.resolve_hyperparameters(name, {}, T)
+    static = BOStatic(variant=name, d=6, T=T, cap=T, n0=6, M=box.model_rows(name, hyper, T), fit_steps=2,
                       acq=AcqStatic(64, 16, 2, 2), hidden=tuple(hyper.get("hidden", ())),
                       features=hyper.get("features", 0), ensemble=hyper.get("ensemble", 0))
     params = BOParams(*(jnp.asarray(v, jnp.float64) for v in (0.2, 0.01, 2.0, 0.05, 0.01, 0.05, 2.0)))
@@ -87,7 +89,7 @@ def test_every_algorithm_follows_one_contract(name):
 def _run(name, **extra):
     if REGISTRY[name].domain == "arms":
         return run(name, SMALL, **{**kwargs(name), **extra})
-    return continuous.run(name, HARTMANN, **{"n_seeds": 2, "seed": 3, **bo_kwargs(name), **extra})
+    return sb.run(name, HARTMANN, **{"n_seeds": 2, "seed": 3, **bo_kwargs(name), **extra})
 
 
 _REFERENCE = {}
@@ -170,14 +172,16 @@ def _rounds(name, seed_axis, n_rounds):
     """The carries (numpy) after each of ``n_rounds`` rounds of the conformance run (2 seeds from 3), its
     program built directly at capacity T (no growth)."""
     kw = bo_kwargs(name)
-    s = continuous._setup(name, HARTMANN, kw["T"], 2, 3, kw["params"], "float64", seed_axis, 1, kw["T"])
-    static = continuous._static(s, kw["T"])
-    init, chunk = continuous.make_program(build_bo(BO_ALGORITHMS[name], static), HARTMANN, static, seed_axis, 1)
-    keys, params, xi = continuous._element_args(s)
-    carry, noise = init(keys, params, xi)
+    spec = check_run(name, HARTMANN, T=kw["T"], n_seeds=2, seed=3, params=kw["params"], seed_axis=seed_axis,
+                     rounds_per_call=1, capacity=kw["T"])
+    prepared = box.prepare(spec)
+    static = box.static_config(name, spec.hypers[0], HARTMANN.d, kw["T"], kw["T"])
+    init, chunk = box.make_program(build_bo(BO_ALGORITHMS[name], static), HARTMANN, static, seed_axis, 1)
+    keys, elements, shared = prepared.init_args
+    carry, noise = init(keys, elements, shared)
     out = []
     for _ in range(n_rounds):
-        carry = chunk(keys, carry, noise, params, xi)
+        carry = chunk(keys, carry, noise, elements, shared)
         out.append(jax.tree.map(np.asarray, carry))
     return out
 
@@ -186,7 +190,7 @@ def _rounds(name, seed_axis, n_rounds):
 def test_traced_ucb_is_the_ucb_of_the_planned_query():
     """BOTraces.ucb: NaN in the initial design, then the UCB of each query under the model that planned it
     (RoundInfo.ucb), recomputed here from the state after the round (sparse_gp: the DTC posterior on its
-    landmarks, BBKB Eq. 2, UCB = mu + sqrt(beta) sigma, PROTOCOLS §9); the planned query is the next one traced."""
+    landmarks, BBKB Eq. 2, UCB = mu + sqrt(beta) sigma, docs/protocols.md#box-protocol); the planned query is the next one traced."""
     name = "sparse_gp"
     carries = _rounds(name, "map", 6)
     n0 = bo_kwargs(name)["params"]["n0"]
@@ -243,7 +247,7 @@ def test_box_algorithm_with_its_defaults_learns_on_hartmann6(name):
     (measured: REMBO, whose default low dimension 4 is below Hartmann6's 6, 0.77 and 0.60; the others lower).
     The finite-arm counterpart is test_algorithms.py::test_defaults_learn_on_the_default_problem."""
     p = make_problem("hartmann6")
-    res = continuous.run(name, p, T=60, n_seeds=2, progress=False)
+    res = sb.run(name, p, T=60, n_seeds=2, progress=False)
     unif = res.hyperparameters["uniform_mean"] - p.f_min
     after = res.traces["instant_regret"][:, BO_ALGORITHMS[name].defaults["n0"]:].mean(axis=1)
     assert np.all(after < unif) and after.mean() < 0.75 * unif, (after, unif)

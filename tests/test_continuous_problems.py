@@ -1,4 +1,4 @@
-"""The continuous test functions of GSSBO (PROTOCOLS §4.5, §9): values at the known optima, the unit-cube
+"""The continuous test functions of GSSBO (docs/protocols.md#test-functions): values at the known optima, the unit-cube
 map, an independent loop implementation at random points, and Powell's block convention."""
 from __future__ import annotations
 

@@ -10,7 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sketchbo import acquisition, continuous
+from sketchbo import acquisition
+import sketchbo as sb
+from sketchbo.domains import box
 from sketchbo.algorithms import BO_ALGORITHMS, BOParams, BoxSet, BOStatic, Feedback, build_bo
 from sketchbo.algorithms.bnn_bo import ensemble_loss, ensemble_predict, fit_ensemble, init_ensemble, member_outputs
 from sketchbo.algorithms.dkl_bo import (
@@ -191,8 +193,8 @@ def test_vmapped_seeds_equal_mapped_seeds(name):
     p = make_problem("hartmann6")
     params = {"n0": 6, "n_uniform": 128, "n_local": 32, "acq_steps": 5, "fit_steps": 10, **SMALL_NETS[name]}
     kw = dict(T=14, params=params, progress=False)
-    mp = continuous.run(name, p, n_seeds=2, seed=4, seed_axis="map", **kw)
-    vm = continuous.run(name, p, n_seeds=2, seed=4, seed_axis="vmap", **kw)
+    mp = sb.run(name, p, n_seeds=2, seed=4, seed_axis="map", **kw)
+    vm = sb.run(name, p, n_seeds=2, seed=4, seed_axis="vmap", **kw)
     np.testing.assert_allclose(vm.traces["x"], mp.traces["x"], atol=1e-5)
     assert np.all(mp.traces["dict_size"][:, -1] == 13) and np.all(np.isfinite(mp.traces["instant_regret"]))
     assert len(np.unique(mp.traces["x"][0, 6:], axis=0)) > 1  # the planned queries move
@@ -208,7 +210,7 @@ def test_learns_on_hartmann6_below_uniform_random_search(name):
     closed-form likelihood gradient (same gradient to 1e-14) dkl_ucb gave 0.54, 0.80, 0.50 (0.52, 0.66, 0.65
     before, both at XLA level 0), so the 3/4 bound is on the mean, not on every seed."""
     p = make_problem("hartmann6")
-    res = continuous.run(name, p, T=60, n_seeds=3, params={"n0": 10, "n_uniform": 256, "n_local": 64},
+    res = sb.run(name, p, T=60, n_seeds=3, params={"n0": 10, "n_uniform": 256, "n_local": 64},
                          progress=False)
     unif = res.hyperparameters["uniform_mean"] - p.f_min
     after = res.traces["instant_regret"][:, 10:].mean(axis=1)
@@ -224,4 +226,4 @@ def test_learns_on_hartmann6_below_uniform_random_search(name):
 ])
 def test_bad_network_settings_are_clean_errors_before_compilation(name, params, message):
     with pytest.raises(ValueError, match=message):
-        continuous.run(name, make_problem("hartmann6"), T=20, params=params, progress=False)
+        sb.run(name, make_problem("hartmann6"), T=20, params=params, progress=False)

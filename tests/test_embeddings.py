@@ -8,7 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sketchbo import acquisition, continuous
+from sketchbo import acquisition
+import sketchbo as sb
 from sketchbo.algorithms import BO_ALGORITHMS, BOParams, BOStatic, Feedback, build_bo
 from sketchbo.algorithms.embeddings import draw_embedding, low_box_halfwidth, to_box
 from sketchbo.problems import make_problem
@@ -83,12 +84,12 @@ def test_select_update_fit_the_low_gp_on_the_low_points(name):
 def test_vmap_equals_map_and_a_grown_buffer_gives_the_same_trajectories(name):
     p = make_problem("levy20")
     kw = dict(T=30, n_seeds=2, params={"n0": 8, "n_uniform": 128, "n_local": 32, "m": 3}, progress=False)
-    a = continuous.run(name, p, seed_axis="map", **kw)
-    b = continuous.run(name, p, seed_axis="vmap", **kw)
+    a = sb.run(name, p, seed_axis="map", **kw)
+    b = sb.run(name, p, seed_axis="vmap", **kw)
     # equal up to rounding, amplified by the acquisition's Adam refinement: largest difference at XLA level 0,
     # rembo 2.2e-6 (6.2e-7 before the closed-form likelihood gradient), hesbo 6e-11
     np.testing.assert_allclose(a.traces["x"], b.traces["x"], atol=1e-5)
-    grown = continuous.run(name, p, seed_axis="map", capacity=12, **kw)
+    grown = sb.run(name, p, seed_axis="map", capacity=12, **kw)
     assert grown.capacity_events[0] == "sample buffer capacity 12 -> 30"
     # the low GP uses every row: a padded buffer changes its sums' order, so equal up to rounding
     np.testing.assert_allclose(grown.traces["x"], a.traces["x"], atol=1e-5)
@@ -100,7 +101,7 @@ def test_learns_on_powell50_below_uniform_random_search(name):
     """After its exploration of the low box, the instant regret of the last 40 of 100 steps is below
     uniform random search's expected instant regret (both seeds)."""
     p = make_problem("powell50")
-    res = continuous.run(name, p, T=100, n_seeds=2, params=QUICK, progress=False)
+    res = sb.run(name, p, T=100, n_seeds=2, params=QUICK, progress=False)
     unif = res.hyperparameters["uniform_mean"] - p.f_min
     late = res.traces["instant_regret"][:, -40:].mean(axis=1)
     assert np.all(late < 0.75 * unif), (late, unif)

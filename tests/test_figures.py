@@ -25,7 +25,7 @@ from sketchbo.cli import CONFIG_DIR, algorithm_configs, check_hyperparameters
 from sketchbo.gp import nystrom
 from sketchbo.kernels import get_kernel, kernel_params
 from sketchbo.problems import find_data_file, make_problem
-from sketchbo.runner import run
+from sketchbo import run
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "scripts"
@@ -832,7 +832,7 @@ GSSBO_RUNS = ("gssbo_fig2", "gssbo_fig3")  # the quick GSSBO Fig. 2 runs take mi
 SLOW_SETS = (*GSSBO_RUNS, "tabular_poster")  # tabular_poster (the hpo tables, minutes): its own, slow test
 
 
-@pytest.mark.extended  # ~3 min: outside the default suite (README's ~15 min); .ci/run runs it after the suite
+@pytest.mark.extended  # ~3 min: outside the default suite (docs/benchmarks.md#test-suite); .ci/run runs it after
 @pytest.mark.real_data("abalone.data", "cal_housing.data")
 def test_quick_reproduction_set_runs_end_to_end_and_resumes(tmp_path):
     # the data directory is searched before any download, so nothing is downloaded

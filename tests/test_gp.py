@@ -214,7 +214,7 @@ def test_nearly_coincident_dictionary_stays_finite_and_exact():
 
 def test_bkb_never_selects_outside_the_arm_set_on_an_ill_conditioned_problem():
     from sketchbo.problems import make_problem
-    from sketchbo.runner import run
+    from sketchbo import run
 
     res = run("bkb", make_problem("gp_sample", A=80, d=1, sigma2=0.05), T=40, n_seeds=2, progress=False,
               params={"lam": 0.05, "F": 1.0})

@@ -1,6 +1,6 @@
 """GSSBO and its baselines on continuous domains: the MLE GP, the box-constrained acquisition maximiser,
 subset selection, the dynamic buffer, the Nyström engine against the exact GP, the continuous runner
-(capacity growth, seeds), and learning on Hartmann6 (PROTOCOLS §9)."""
+(capacity growth, seeds), and learning on Hartmann6 (docs/protocols.md#box-protocol)."""
 from __future__ import annotations
 
 import jax
@@ -8,7 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sketchbo import acquisition, continuous
+from sketchbo import acquisition
+import sketchbo as sb
+from sketchbo.domains import box
 from sketchbo.algorithms import BO_ALGORITHMS, BoxSet, Feedback
 from sketchbo.algorithms.subset_bo import Data, _nystrom_predict, append_batch, dynamic_buffer_size
 from sketchbo.gp import hyper, subset
@@ -401,9 +403,9 @@ def test_dynamic_buffer_size_follows_the_cost_model():
     for z in (2.0, 4.0, 8.0):  # pure cubic model: c(M) = M^3 > Z n0^3 first at ceil(n0 Z^(1/3))
         m = dynamic_buffer_size(20, z, 0.0)
         assert m ** 3 > z * 20 ** 3 >= (m - 1) ** 3
-    hyper_ = continuous.resolve_hyperparameters("gssbo", {"Z": 2.0}, 1000)
+    hyper_ = box.resolve_hyperparameters("gssbo", {"Z": 2.0}, 1000)
     assert hyper_["M_resolved"] == dynamic_buffer_size(20, 2.0, 70.0)
-    assert continuous.resolve_hyperparameters("rssbo", {"M": 64}, 1000)["M_resolved"] == 64
+    assert box.resolve_hyperparameters("rssbo", {"M": 64}, 1000)["M_resolved"] == 64
 
 
 def test_nystrom_with_every_row_as_landmark_equals_the_exact_gp():
@@ -439,23 +441,23 @@ def test_repeated_evaluations_share_a_row_for_mini_meta_only():
 
 def test_bad_hyperparameters_are_clear_errors():
     with pytest.raises(ValueError, match="algorithm.M=5"):
-        continuous.resolve_hyperparameters("gssbo", {"M": 5}, 100)
+        box.resolve_hyperparameters("gssbo", {"M": 5}, 100)
     with pytest.raises(ValueError, match="algorithm.Z=1"):
-        continuous.resolve_hyperparameters("gssbo", {"Z": 1}, 100)
+        box.resolve_hyperparameters("gssbo", {"Z": 1}, 100)
     with pytest.raises(ValueError, match=r"no parameter\(s\) \['qbar'\]"):
-        continuous.resolve_hyperparameters("std_gp_ucb", {"qbar": 2}, 100)
+        box.resolve_hyperparameters("std_gp_ucb", {"qbar": 2}, 100)
     with pytest.raises(ValueError, match="continuous-domain"):
-        continuous.resolve_hyperparameters("bbkb", {}, 100)
-    with pytest.raises(ValueError, match="optimises continuous problems"):
-        continuous.run("gssbo", make_problem("gp_sample", A=10), T=5)
+        box.resolve_hyperparameters("bbkb", {}, 100)
+    with pytest.raises(ValueError, match="optimises over a box: pass a box problem"):
+        sb.run("gssbo", make_problem("gp_sample", A=10), T=5)
     with pytest.raises(ValueError, match=r"algorithm.selection='nearest'.*'projection', 'pivoted', 'cosine'"):
-        continuous.resolve_hyperparameters("gssbo", {"selection": "nearest"}, 100)
+        box.resolve_hyperparameters("gssbo", {"selection": "nearest"}, 100)
     with pytest.raises(ValueError, match="algorithm.keep_best='yes'"):
-        continuous.resolve_hyperparameters("rssbo", {"keep_best": "yes"}, 100)
+        box.resolve_hyperparameters("rssbo", {"keep_best": "yes"}, 100)
     with pytest.raises(ValueError, match=r"no parameter\(s\) \['selection'\]"):
-        continuous.resolve_hyperparameters("rssbo", {"selection": "pivoted"}, 100)
+        box.resolve_hyperparameters("rssbo", {"selection": "pivoted"}, 100)
     with pytest.raises(ValueError, match="algorithm.n0=30"):
-        continuous.run("gssbo", make_problem("hartmann6"), T=20, params={"n0": 30})
+        sb.run("gssbo", make_problem("hartmann6"), T=20, params={"n0": 30})
 
 
 # ---------------------------------------------------------------------------------- runs on Hartmann6
@@ -470,7 +472,7 @@ def hartmann_runs():
     out = {}
     for name in ("std_gp_ucb", "gssbo", "rssbo"):
         params = {**QUICK, **({"M": 30} if name != "std_gp_ucb" else {})}
-        out[name] = continuous.run(name, p, T=T_QUICK, n_seeds=2, params=params, progress=False)
+        out[name] = sb.run(name, p, T=T_QUICK, n_seeds=2, params=params, progress=False)
     return p, out
 
 
@@ -494,7 +496,7 @@ def test_growing_the_buffer_and_single_seed_runs_give_the_same_trajectories(hart
     p, runs = hartmann_runs
     ref = runs["gssbo"]
     params = {**QUICK, "M": 30}
-    grown = continuous.run("gssbo", p, T=T_QUICK, n_seeds=2, params=params, progress=False, capacity=32)
+    grown = sb.run("gssbo", p, T=T_QUICK, n_seeds=2, params=params, progress=False, capacity=32)
     assert grown.capacity_events == ["sample buffer capacity 32 -> 60"]
     np.testing.assert_array_equal(grown.traces["x"], ref.traces["x"])
     np.testing.assert_array_equal(grown.traces["query"], np.tile(np.arange(T_QUICK), (2, 1)))
@@ -507,7 +509,7 @@ def test_other_baselines_learn_on_hartmann6(name):
     params = {**QUICK, **({"M": 30} if "M" in BO_ALGORITHMS[name].defaults else {})}
     if "m" in BO_ALGORITHMS[name].defaults:
         params["m"] = 20
-    res = continuous.run(name, p, T=T_QUICK, n_seeds=2, params=params, progress=False)
+    res = sb.run(name, p, T=T_QUICK, n_seeds=2, params=params, progress=False)
     unif = res.hyperparameters["uniform_mean"] - p.f_min
     assert np.all(res.traces["instant_regret"][:, QUICK["n0"]:].mean(axis=1) < 0.75 * unif)
 
@@ -521,8 +523,8 @@ def test_vmap_equals_map_over_seeds(selection):
     p = make_problem("hartmann6")
     params = {"n0": 8, "M": 12, "n_uniform": 256, "n_local": 64, "selection": selection}
     kw = dict(T=24, n_seeds=2, params=params, progress=False)
-    a = continuous.run("gssbo", p, seed_axis="map", **kw)
-    b = continuous.run("gssbo", p, seed_axis="vmap", **kw)
+    a = sb.run("gssbo", p, seed_axis="map", **kw)
+    b = sb.run("gssbo", p, seed_axis="vmap", **kw)
     np.testing.assert_allclose(a.traces["x"], b.traces["x"], atol=1e-6)
     assert np.all(a.traces["dict_size"][:, -1] == 12)
 

@@ -12,7 +12,7 @@ from sketchbo.engine import program
 from sketchbo.algorithms import common, sparse_ucb
 from sketchbo.algorithms.common import UCBTable, bounded_argmax, table_argmax, table_set, ucb_table
 from sketchbo.problems import make_problem
-from sketchbo.runner import run
+from sketchbo import run
 
 
 needs = {"abalone": pytest.mark.real_data("abalone.data"), "cadata": pytest.mark.real_data("cal_housing.data")}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from sketchbo import continuous
+import sketchbo as sb
 from sketchbo.algorithms.subset_bo import IPA_FLOOR, BOState, Data, ipa_quality, ipa_rows
 from sketchbo.gp import hyper, subset
 from sketchbo.kernels import gram
@@ -94,7 +94,7 @@ def test_ipa_qualities_are_the_ei_of_the_previous_model_and_choose_the_rows():
 def test_ipa_learns_on_hartmann6():
     p = make_problem("hartmann6")
     params = {"n0": 10, "n_uniform": 512, "n_local": 128, "m": 20}
-    res = continuous.run("ipa", p, T=60, n_seeds=2, params=params, progress=False, seed_axis="map")
+    res = sb.run("ipa", p, T=60, n_seeds=2, params=params, progress=False, seed_axis="map")
     unif = res.hyperparameters["uniform_mean"] - p.f_min
     after = res.traces["instant_regret"][:, 10:].mean(axis=1)
     assert np.all(after < 0.75 * unif), (after, unif)
@@ -105,12 +105,12 @@ def test_ipa_learns_on_hartmann6():
 def test_ipa_runs_vmapped_like_mapped():
     """At both of XLA's levels (level 0 in the default suite, the default level in CI's extended set). Before
     the selections built K with its exact diagonal (kernels.gram, 2026-11-24), seed 1 parted at step 20 at
-    level 0: the first pivot's exact tie was decided by rounding (README "Determinism")."""
+    level 0: the first pivot's exact tie was decided by rounding (docs/reliability.md#determinism)."""
     p = make_problem("hartmann6")
     params = {"n0": 10, "n_uniform": 512, "n_local": 128, "m": 12}
     short = dict(T=30, n_seeds=2, params=params, progress=False)
-    a = continuous.run("ipa", p, seed_axis="map", **short)
-    b = continuous.run("ipa", p, seed_axis="vmap", **short)
+    a = sb.run("ipa", p, seed_axis="map", **short)
+    b = sb.run("ipa", p, seed_axis="vmap", **short)
     np.testing.assert_allclose(a.traces["x"], b.traces["x"], atol=1e-6)
 
 
@@ -121,6 +121,6 @@ def test_ipa_keeps_up_with_sparse_gp_on_hartmann6():
     over every sample both learn alike (measured 136 and 123)."""
     p = make_problem("hartmann6")
     kw = dict(T=300, n_seeds=3, progress=False)
-    ipa = continuous.run("ipa", p, **kw).cumulative_regret.mean()
-    sparse = continuous.run("sparse_gp", p, **kw).cumulative_regret.mean()
+    ipa = sb.run("ipa", p, **kw).cumulative_regret.mean()
+    sparse = sb.run("sparse_gp", p, **kw).cumulative_regret.mean()
     assert ipa < 2.0 * sparse, (ipa, sparse)

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from sketchbo import continuous
+import sketchbo as sb
 from sketchbo.algorithms import BO_ALGORITHMS
 from sketchbo.engine.lapack_overlap import LapackOverlapWarning, overlapping_lapack_calls
 from sketchbo.engine.program import check_lapack_overlap
@@ -136,4 +136,4 @@ def test_every_box_algorithm_compiles_free_of_overlapping_calls_with_vmapped_see
     run vmapped in test_conformance's default set."""
     kw = bo_kwargs(name)
     kw.update(seed_axis="vmap", T=12, capacity=12)
-    continuous.run(name, HARTMANN, n_seeds=2, **kw)
+    sb.run(name, HARTMANN, n_seeds=2, **kw)

@@ -1,11 +1,12 @@
 """Cyclic Jacobi eigensolver (linalg.jacobi_eigh) against LAPACK's eigh, the rank threshold of the dictionary's
-pseudo-inverse root with either solver (DESIGN §4), and a BBKB run with the Jacobi solver forced."""
+pseudo-inverse root with either solver (docs/architecture.md#numerics), and a BBKB run with the Jacobi solver forced."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import sketchbo.runner as runner
+import sketchbo as sb
+from sketchbo.domains import finite
 from sketchbo import linalg
 from sketchbo.linalg import jacobi_eigh, psd_inv_sqrt, resolve_eig_method, round_robin, sym_eig
 from sketchbo.problems import make_problem
@@ -154,12 +155,12 @@ def test_bbkb_run_with_jacobi_gives_the_same_queries(monkeypatch):
     Every posterior quantity is a spectral function of K_S and V (invariant to the eigenvectors' signs and
     to rotations inside repeated eigenvalues), so the two solvers differ by rounding only."""
     problem = make_problem("gp_sample", A=100, d=2, sigma2=0.2, seed=2)
-    make_static = runner.make_static
+    make_static = finite.make_static
     results = {}
     for method, seed_axis in (("eigh", "map"), ("jacobi", "vmap")):  # Jacobi vmapped over the seeds
-        monkeypatch.setattr(runner, "make_static",
+        monkeypatch.setattr(finite, "make_static",
                             lambda *a, _m=method, **k: make_static(*a, **k)._replace(eig_method=_m))
-        results[method] = runner.run("bbkb", problem, T=100, n_seeds=2, progress=False, seed_axis=seed_axis,
+        results[method] = sb.run("bbkb", problem, T=100, n_seeds=2, progress=False, seed_axis=seed_axis,
                                      params={"C": 2.0, "lam": 0.2, "m_max": 32})
     e, j = results["eigh"], results["jacobi"]
     # m_max = 32 overflows and grows to 51: Jacobi also runs at an odd size (one padding row and column)

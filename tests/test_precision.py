@@ -1,4 +1,5 @@
-"""Every GP product runs at full float32 precision whatever the backend's default (DESIGN §3, issue 15).
+"""Every GP product runs at full float32 precision whatever the backend's default (docs/architecture.md#numerics,
+issue 15).
 
 GPUs run float32 matmuls in TF32 unless a dot asks for HIGHEST; the request is part of the lowered
 program (StableHLO prints ``precision = [HIGHEST, HIGHEST]`` on ``dot_general``), on CPU too, so the test
@@ -15,7 +16,8 @@ from sketchbo.algorithms import ALGORITHMS, Params, Static, build, rule_name
 from sketchbo.kernels import kernel_params
 from sketchbo.linalg import mm
 from sketchbo.problems import make_problem
-from sketchbo.runner import make_program, seed_keys
+from sketchbo.domains.finite import make_program
+from sketchbo.engine.program import seed_keys
 
 PROBLEM = make_problem("gp_sample", A=60, d=2, sigma2=0.2, seed=3)
 FINITE = sorted(ALGORITHMS)
@@ -50,9 +52,9 @@ def lowered_round(name: str) -> str:
     params = Params(*(jnp.full((1,), v, f32) for v in (0.2, 2.0, 2.0, 1.0, 0.1, 0.2 ** 0.5, 0.1)),
                     kernel={k: v[None] for k, v in kernel_params("rbf", 2, f32, sigma2=0.2).items()})
     keys = jax.tree.map(lambda k: k[None], seed_keys(0))
-    arms, f, xi = jnp.asarray(PROBLEM.arms, f32), jnp.asarray(PROBLEM.f, f32), params.xi
-    carry, noise = init_fn(keys, arms, params)
-    return chunk_fn.lower(keys, carry, noise, params, f, xi, None).as_text()
+    shared = (jnp.asarray(PROBLEM.arms, f32), jnp.asarray(PROBLEM.f, f32), None)  # arms, f, recorded
+    carry, noise = init_fn(keys, params, shared)
+    return chunk_fn.lower(keys, carry, noise, params, shared).as_text()
 
 
 @pytest.mark.parametrize("name", FINITE)

@@ -1,4 +1,5 @@
-"""Tests of the finite-arm problems (PROTOCOLS §9): synthetic problems, dataset loaders, data lookup."""
+"""Tests of the finite-arm problems (docs/protocols.md#finite-arm-protocol): synthetic problems, dataset loaders,
+data lookup."""
 from __future__ import annotations
 
 import io
@@ -29,8 +30,7 @@ def _isolated_cache(tmp_path, monkeypatch):
 
 @pytest.fixture
 def no_local_sources(tmp_path, monkeypatch):
-    """Only the (empty) cache is searched: no shared dir, no SKETCHBO_DATA_DIR."""
-    monkeypatch.setattr(datasets, "SHARED_DATA_DIRS", [])
+    """Only the (empty) cache is searched: no SKETCHBO_DATA_DIR."""
     monkeypatch.delenv(datasets.DATA_DIR_ENV, raising=False)
     cache = tmp_path / "cache"
     return cache
@@ -62,7 +62,7 @@ def test_abalone_problem():
     assert abs(p.f.mean()) < 1e-12 and abs(p.f.std() - 1.0) < 1e-12
     assert p.kernel == {"name": "rbf", "sigma2": 5.0}
     assert p.noise_std is None
-    assert p.suggested == {"lam": 0.2, "F": 20.0}  # the papers' protocol values (PROTOCOLS §9)
+    assert p.suggested == {"lam": 0.2, "F": 20.0}  # the papers' protocol values (docs/protocols.md#finite-arm-protocol)
 
 
 @pytest.mark.real_data(ABALONE_FILE)

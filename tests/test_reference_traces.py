@@ -12,7 +12,7 @@ import pytest
 from sketchbo.algorithms import ALGORITHMS
 from sketchbo.engine import checkpoint
 from sketchbo.problems import make_problem
-from sketchbo.runner import run
+from sketchbo import run
 
 REFERENCE = {  # recorded with main at 0091b38 (the same function, the same arguments)
     "bbkb": "da7884f8634fbde9", "bbkb_local": "d311394d5a2c1dfb", "bkb": "04d70bd192e56e5e",
@@ -49,7 +49,8 @@ def test_trajectory_equals_the_one_recorded_before_the_engine(name):
 @pytest.mark.parametrize("name,options", [(n, {}) for n in sorted(ALGORITHMS) if "u_max" in ALGORITHMS[n].defaults]
                          + [("sbpe", {"beta": "paper", "resample": "paper"})])
 def test_growth_continues_to_the_queries_of_a_run_started_at_the_final_capacity(name, options):
-    """DESIGN §3: on overflow the engine continues from the last completed chunk in padded buffers."""
+    """docs/architecture.md#capacity-growth: on overflow the engine continues from the last completed chunk in padded
+    buffers."""
     problem = make_problem("gp_sample", A=120, d=2, sigma2=0.2)
     small = {"m_max": 6, "u_max": 8} if "m_max" in ALGORITHMS[name].defaults else {"u_max": 8}
     small = {**small, **options}

@@ -15,12 +15,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import sketchbo.runner as runner
-from sketchbo import continuous
+import sketchbo as sb
+from sketchbo.domains import finite
 from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS
 from sketchbo.problems import datasets, make_problem
 from sketchbo.problems.datasets import ABALONE_FILE, CADATA_FILE
-from sketchbo.runner import run
+from sketchbo import run
 from sketchbo.tracking import TRACE_KEYS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,13 +40,13 @@ def kwargs(name, **extra):
 def final_state(monkeypatch):
     """The algorithm state of every seed at the end of the last run (captured where the runner collects it)."""
     captured = {}
-    collect = runner._collect
+    collect = finite._collect
 
-    def capture(setup, part, *rest):
-        captured["state"] = part[0][0]  # part = ((state, traces), noise) of the run's seeds
-        return collect(setup, part, *rest)
+    def capture(spec, carry, *rest):
+        captured["state"] = carry[0]  # carry = (state, traces) of the run's seeds
+        return collect(spec, carry, *rest)
 
-    monkeypatch.setattr(runner, "_collect", capture)
+    monkeypatch.setattr(finite, "_collect", capture)
     return captured
 
 
@@ -101,7 +101,7 @@ FLOAT32_RTOL_RANDOMISED = {"eps_greedy": 0.50}
 @pytest.mark.parametrize("name", [n if n in FLOAT32_ALWAYS else pytest.param(n, marks=pytest.mark.slow) for n in ALL])
 def test_float32_regret_curve_within_tolerance_of_float64(name):
     """Noiseless gp_sample (A = 120, T = 40, 3 seeds): the seeds' mean cumulative-regret curve in float32
-    stays within FLOAT32_RTOL (README, "Numerics") of the float64 curve."""
+    stays within FLOAT32_RTOL (docs/reliability.md#numerics) of the float64 curve."""
     problem = SMALL._replace(noise_std=0.0)  # the feedback noise is drawn in the run's dtype: leave it out
     r64 = run(name, problem, **kwargs(name))
     r32 = run(name, problem, dtype="float32", **kwargs(name))
@@ -127,8 +127,8 @@ def test_continuous_float32_regret_curve_within_tolerance_of_float64(name):
     params.update({"M": 30} if "M" in BO_ALGORITHMS[name].defaults else {"m": 30} if "m" in BO_ALGORITHMS[name].defaults
                   else {})
     kw = dict(T=60, n_seeds=4, params=params, progress=False)
-    r64 = continuous.run(name, HARTMANN, **kw)
-    r32 = continuous.run(name, HARTMANN, dtype="float32", **kw)
+    r64 = sb.run(name, HARTMANN, **kw)
+    r32 = sb.run(name, HARTMANN, dtype="float32", **kw)
     assert r32.dtype == "float32" and r32.traces["x"].dtype == np.float32 and r32.traces["reward"].dtype == np.float32
     assert r32.traces["ucb"].dtype == np.float32 and np.all(np.isnan(r32.traces["ucb"][:, :10]))  # initial design
     assert all(np.all(np.isfinite(v[:, 10:] if k == "ucb" else v)) for k, v in r32.traces.items())
@@ -146,7 +146,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np
 from sketchbo.algorithms import ALGORITHMS
 from sketchbo.problems import make_problem
-from sketchbo.runner import run
+from sketchbo import run
 small = make_problem("gp_sample", A=120, d=2, sigma2=0.2, seed=1)
 out = {}
 for name in sorted(ALGORITHMS):
@@ -200,7 +200,6 @@ class CutShort(io.BytesIO):
 @pytest.fixture
 def empty_cache(tmp_path, monkeypatch):
     """Nothing found locally: a lookup downloads into an empty cache."""
-    monkeypatch.setattr(datasets, "SHARED_DATA_DIRS", [])
     monkeypatch.delenv(datasets.DATA_DIR_ENV, raising=False)
     monkeypatch.setenv(datasets.CACHE_DIR_ENV, str(tmp_path / "cache"))
     return tmp_path / "cache"

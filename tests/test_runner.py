@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-import sketchbo.runner as runner
+from sketchbo.domains import finite
 from sketchbo.engine import program
 from sketchbo.problems import make_problem
-from sketchbo.runner import run
+from sketchbo import run
 
 SMALL = make_problem("gp_sample", A=100, d=2, sigma2=0.2, seed=2)
 
@@ -17,7 +17,7 @@ def no_compile(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("compilation started before the input was validated")
 
-    monkeypatch.setattr(runner, "make_program", boom)
+    monkeypatch.setattr(finite, "make_program", boom)
     monkeypatch.setattr(program, "_PROGRAMS", {})
 
 
@@ -81,22 +81,22 @@ def test_bad_arms_and_rewards_are_rejected(no_compile):
 def test_first_dictionary_capacity_is_the_backends_default_unless_given(monkeypatch):
     """m_max: None (the registry's default) starts at DEFAULT_M_MAX: 64 on the CPU from MANY_ARMS arms, else
     128; a user's value stays, and an invalid one is rejected."""
-    monkeypatch.setattr(runner.jax, "default_backend", lambda: "cpu")
-    many, few = runner.MANY_ARMS, runner.MANY_ARMS - 1
+    monkeypatch.setattr(finite.jax, "default_backend", lambda: "cpu")
+    many, few = finite.MANY_ARMS, finite.MANY_ARMS - 1
     for name in ("bkb", "bbkb", "bbkb_local"):
-        assert runner.ALGORITHMS[name].defaults["m_max"] is None
-        hyper = runner.resolve_hyperparameters(name, None, T=100)
-        assert runner.initial_capacities(name, hyper, many, 100)["m_max"] == runner.DEFAULT_M_MAX["cpu_many_arms"]
-        assert runner.initial_capacities(name, hyper, few, 100)["m_max"] == runner.DEFAULT_M_MAX["other"]
-        hyper = runner.resolve_hyperparameters(name, {"m_max": 40}, T=100)
-        assert runner.initial_capacities(name, hyper, many, 100)["m_max"] == 40
+        assert finite.ALGORITHMS[name].defaults["m_max"] is None
+        hyper = finite.resolve_hyperparameters(name, None, T=100)
+        assert finite.initial_capacities(name, hyper, many, 100)["m_max"] == finite.DEFAULT_M_MAX["cpu_many_arms"]
+        assert finite.initial_capacities(name, hyper, few, 100)["m_max"] == finite.DEFAULT_M_MAX["other"]
+        hyper = finite.resolve_hyperparameters(name, {"m_max": 40}, T=100)
+        assert finite.initial_capacities(name, hyper, many, 100)["m_max"] == 40
     with pytest.raises(ValueError, match="algorithm.m_max=0 is invalid"):
-        runner.resolve_hyperparameters("bbkb", {"m_max": 0}, T=100)
-    monkeypatch.setattr(runner.jax, "default_backend", lambda: "gpu")
-    hyper = runner.resolve_hyperparameters("bbkb", None, T=100)
-    assert runner.initial_capacities("bbkb", hyper, many, 100)["m_max"] == runner.DEFAULT_M_MAX["other"]
-    sbpe = runner.resolve_hyperparameters("sbpe", None, T=100)
-    assert runner.initial_capacities("sbpe", sbpe, many, 100)["m_max"] == runner.ALGORITHMS["sbpe"].defaults["m_max"]
+        finite.resolve_hyperparameters("bbkb", {"m_max": 0}, T=100)
+    monkeypatch.setattr(finite.jax, "default_backend", lambda: "gpu")
+    hyper = finite.resolve_hyperparameters("bbkb", None, T=100)
+    assert finite.initial_capacities("bbkb", hyper, many, 100)["m_max"] == finite.DEFAULT_M_MAX["other"]
+    sbpe = finite.resolve_hyperparameters("sbpe", None, T=100)
+    assert finite.initial_capacities("sbpe", sbpe, many, 100)["m_max"] == finite.ALGORITHMS["sbpe"].defaults["m_max"]
 
 
 @pytest.mark.extended
@@ -140,7 +140,7 @@ def test_batches_longer_than_the_round_buffer_are_recorded_in_parts(monkeypatch)
     kw = dict(T=57, n_seeds=3, progress=False, params={"C": 4.0, "F": 1.0, "lam": 0.2})
     ref = {axis: run("bbkb", SMALL, seed_axis=axis, **kw) for axis in ("map", "vmap")}
     assert ref["map"].max_batch_size.max() > 2
-    monkeypatch.setattr(runner, "ROUND_BUFFER", 2)
+    monkeypatch.setattr(finite, "ROUND_BUFFER", 2)
     monkeypatch.setattr(program, "_PROGRAMS", {})
     for axis in ("map", "vmap"):
         res = run("bbkb", SMALL, seed_axis=axis, **kw)
@@ -162,7 +162,7 @@ def test_seeds_do_not_depend_on_how_many_run_beside_them():
 
 
 def test_grid_of_hyperparameters_in_one_program_equals_separate_runs():
-    from sketchbo.runner import run_grid
+    from sketchbo import run_grid
 
     res = run_grid("bbkb", SMALL, T=40, grid={"qbar": [1, 3], "lam": [0.1, 0.3]}, n_seeds=2, progress=False,
                    params={"F": 1.0})
@@ -176,7 +176,7 @@ def test_grid_of_hyperparameters_in_one_program_equals_separate_runs():
 
 
 def test_grid_is_validated_before_compilation(no_compile):
-    from sketchbo.runner import run_grid
+    from sketchbo import run_grid
 
     with pytest.raises(ValueError, match="grid.C is not a grid axis of 'bkb'"):
         run_grid("bkb", SMALL, T=10, grid={"C": [1.5]})
@@ -192,7 +192,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 import numpy as np
 from sketchbo.problems import make_problem
-from sketchbo.runner import run, run_grid
+from sketchbo import run, run_grid
 assert len(jax.devices()) == 4, jax.devices()
 p = make_problem("gp_sample", A=100, d=2, sigma2=0.2, seed=2)
 out = {}
@@ -203,6 +203,10 @@ for alg, axis in (("bbkb", "map"), ("bbkb", "vmap"), ("gp_ucb", "map")):
 grid4 = run_grid("bbkb", p, T=30, grid={"qbar": [1, 3]}, n_seeds=3, progress=False, params={"F": 1.0})
 grid1 = run_grid("bbkb", p, T=30, grid={"qbar": [1, 3]}, n_seeds=3, progress=False, params={"F": 1.0}, devices=1)
 out["grid"] = all(np.array_equal(a.traces["query"], b.traces["query"]) for (_, a), (_, b) in zip(grid4, grid1))
+h, bo = make_problem("hartmann6"), {"n0": 5, "n_uniform": 64, "n_local": 16, "fit_steps": 3, "acq_steps": 3}
+box4 = run("std_gp_ucb", h, T=10, n_seeds=3, progress=False, params=bo)  # a box algorithm sharded the same way
+box1 = run("std_gp_ucb", h, T=10, n_seeds=3, progress=False, params=bo, devices=1)
+out["box"] = bool(np.array_equal(box4.traces["x"], box1.traces["x"]))
 print(json.dumps(out))
 """
 
@@ -219,7 +223,7 @@ def test_seeds_sharded_over_four_devices_equal_one_device():
     proc = subprocess.run([sys.executable, "-c", SHARDED], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result == {k: True for k in result} and len(result) == 4, result
+    assert result == {k: True for k in result} and len(result) == 5, result
 
 
 def test_device_count_is_validated(no_compile):
@@ -228,11 +232,11 @@ def test_device_count_is_validated(no_compile):
 
 
 def test_problem_suggestions_fill_what_the_user_leaves_unset():
-    from sketchbo.runner import resolve_hyperparameters
+    from sketchbo.domains.finite import resolve_hyperparameters
     suggested = {"lam": 0.01, "F": 1.0}
     assert resolve_hyperparameters("bbkb", None, 10, suggested)["lam"] == 0.01
     assert resolve_hyperparameters("bbkb", {"lam": 0.3}, 10, suggested)["lam"] == 0.3  # the user wins
-    assert resolve_hyperparameters("bbkb", {"lam": None}, 10, None)["lam"] == 0.2  # no suggestion: PROTOCOLS §9
+    assert resolve_hyperparameters("bbkb", {"lam": None}, 10, None)["lam"] == 0.2  # no suggestion: the protocol's fallback
     res = run("gp_ucb", SMALL, T=5, progress=False)  # gp_sample suggests lam = 0.01, F = 1
     assert (res.hyperparameters["lam"], res.hyperparameters["F"]) == (0.01, 1.0)
 

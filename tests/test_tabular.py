@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from sketchbo import runner
+import sketchbo as sb
 from sketchbo.kernels import median_sigma2
 from sketchbo.problems import PROBLEMS, MissingExtraError, Problem, check_problem, make_problem, tabular
 
@@ -158,6 +158,6 @@ def test_suggested_hyperparameters_of_the_embedded_problems():
 def test_bbkb_learns_on_nb201_cifar10():
     """A short BBKB run through the runner, fed one recorded training seed per pull, beats uniform play clearly."""
     p = make_problem("nb201_cifar10")
-    res = runner.run("bbkb", p, T=500, n_seeds=2, progress=False)  # the problem's suggested lam and F
+    res = sb.run("bbkb", p, T=500, n_seeds=2, progress=False)  # the problem's suggested lam and F
     assert np.all(res.regret_ratio < 0.6), res.regret_ratio
     assert res.max_dict_size.max() < 150  # a real sparsification: fewer than half of the pulls

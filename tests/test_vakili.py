@@ -10,7 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sketchbo import runner
+import sketchbo as sb
+from sketchbo.domains import finite
 from sketchbo.engine.program import SeedKeys
 from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build
 from sketchbo.algorithms.common import arm_feedback, beta_vakili
@@ -190,14 +191,14 @@ def _sbpe_trials(n_trials, A=60, T=60, lam=0.01, C_k=3.0, seed=4):
     alg = build(ALGORITHMS["sbpe"], Static(A=A, d=2, T=T, m_max=32, u_max=32, kernel="rbf", beta_family="bbkb",
                                             beta_mode="paper", resample="paper", batch_rule="schedule"))
     params = Params(*(jnp.asarray(v) for v in (lam, 0.5, 1.0, C_k, 0.1, math.sqrt(lam), 0.0)), kernel=kp)
-    round_, _ = runner.make_round(alg, T)
+    round_, _ = finite.make_round(alg, T)
     n_rounds = len(batch_lengths(T))
 
     def one(key):
         k_f, k_run = jax.random.split(key)
         f, _ = coverage.rkhs_function(k_f, arms, kp, 6, C_k)
         keys = SeedKeys(*jax.random.split(k_run, 4))
-        tr = runner.Traces(query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
+        tr = finite.Traces(query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
                            dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32),
                            overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32),
                            loop_iterations=jnp.zeros((T,), jnp.int32))
@@ -222,7 +223,7 @@ def test_sbpe_never_eliminates_the_optimum_on_functions_of_known_rkhs_norm():
 def test_sbpe_learns_on_a_small_gp_sample():
     """Alg. 1 as printed (Thm 3.5's width, RLS before every choice): cumulative regret below half of uniform's."""
     problem = make_problem("gp_sample", A=200, d=2, sigma2=0.1, seed=0)
-    res = runner.run("sbpe", problem, T=300, n_seeds=1, progress=False,
+    res = sb.run("sbpe", problem, T=300, n_seeds=1, progress=False,
                      params={"lam": 0.01, "F": 1.0, "m_max": 96, "u_max": 160, "beta": "paper", "resample": "paper"})
     assert not res.capacity_events
     assert np.all(res.regret_ratio < 0.5), res.regret_ratio
@@ -235,7 +236,7 @@ def test_sbpe_with_its_defaults_learns_on_the_default_problem():
     (what a run of the algorithm alone uses once the runner applies ``problem.suggested``)."""
     problem = make_problem("gp_sample")
     assert set(problem.suggested) == {"lam", "F"}
-    res = runner.run("sbpe", problem, T=500, n_seeds=2, progress=False, params=dict(problem.suggested))
+    res = sb.run("sbpe", problem, T=500, n_seeds=2, progress=False, params=dict(problem.suggested))
     assert res.hyperparameters["beta"] == "code" and res.hyperparameters["resample"] == "code"
     assert np.all(res.regret_ratio <= 0.5), res.regret_ratio
     assert tuple(np.bincount(res.traces["batch_index"][0])) == batch_lengths(500)
@@ -313,6 +314,6 @@ def test_beta_vakili_mode_uses_lambda_max_of_the_current_dictionary():
 def test_beta_vakili_is_refused_for_the_exact_engine_before_compiling():
     problem = make_problem("gp_sample", A=30, d=2, seed=0)
     with pytest.raises(ValueError, match="algorithm.beta"):
-        runner.run("gp_ucb", problem, T=5, params={"beta": "vakili"}, progress=False)
-    res = runner.run("bbkb", problem, T=20, n_seeds=1, params={"beta": "vakili", "F": 1.0}, progress=False)
+        sb.run("gp_ucb", problem, T=5, params={"beta": "vakili"}, progress=False)
+    res = sb.run("bbkb", problem, T=20, n_seeds=1, params={"beta": "vakili", "F": 1.0}, progress=False)
     assert np.isfinite(res.cumulative_regret).all()

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sketchbo import continuous
+import sketchbo as sb
 from sketchbo.algorithms.vecchia_bo import (
     _conditionals, conditioning_sets, maximin_rank, vecchia_log_likelihood, vecchia_predict,
 )
@@ -95,11 +95,11 @@ def test_likelihood_gradient_in_closed_form_equals_differentiating_through_the_f
 def test_vmap_equals_map_and_a_grown_buffer_gives_the_same_trajectories():
     p = make_problem("hartmann6")
     kw = dict(T=30, n_seeds=2, params={"n0": 8, "n_uniform": 128, "n_local": 32, "m": 6}, progress=False)
-    a = continuous.run("vecchia_bo", p, seed_axis="map", **kw)
-    b = continuous.run("vecchia_bo", p, seed_axis="vmap", **kw)
+    a = sb.run("vecchia_bo", p, seed_axis="map", **kw)
+    b = sb.run("vecchia_bo", p, seed_axis="vmap", **kw)
     # batched (vmap) and single m x m factorisations round differently; the fits amplify it to ~3e-6 by step 30
     np.testing.assert_allclose(a.traces["x"], b.traces["x"], atol=1e-4)
-    grown = continuous.run("vecchia_bo", p, seed_axis="map", capacity=12, **kw)
+    grown = sb.run("vecchia_bo", p, seed_axis="map", capacity=12, **kw)
     assert grown.capacity_events[0] == "sample buffer capacity 12 -> 30"
     np.testing.assert_allclose(grown.traces["x"], a.traces["x"], atol=1e-4)  # padded rows: other sum orders
     assert np.all(np.isfinite(a.traces["instant_regret"])) and np.all(a.traces["dict_size"][:, -1] == 6)
@@ -107,7 +107,7 @@ def test_vmap_equals_map_and_a_grown_buffer_gives_the_same_trajectories():
 
 def test_learns_on_hartmann6_below_uniform_random_search():
     p = make_problem("hartmann6")
-    res = continuous.run("vecchia_bo", p, T=60, n_seeds=2, params={"n0": 10, "n_uniform": 512, "n_local": 128},
+    res = sb.run("vecchia_bo", p, T=60, n_seeds=2, params={"n0": 10, "n_uniform": 512, "n_local": 128},
                          progress=False)
     unif = res.hyperparameters["uniform_mean"] - p.f_min
     after = res.traces["instant_regret"][:, 10:].mean(axis=1)
@@ -116,7 +116,7 @@ def test_learns_on_hartmann6_below_uniform_random_search():
 
 
 def test_accuracy_script_is_exact_with_every_sample_and_reports_bad_input(tmp_path, capsys):
-    """scripts/vecchia_accuracy.py (README's VecchiaBO diagnosis): with m = n the Vecchia prediction is the
+    """scripts/vecchia_accuracy.py (docs/reproductions.md#fig-2, VecchiaBO): with m = n the Vecchia prediction is the
     exact GP's (mean difference at rounding level, sd ratio 1); with m = 4 of 40 it is not."""
     import importlib.util
     from pathlib import Path

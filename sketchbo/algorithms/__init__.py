@@ -12,7 +12,7 @@
 
 Continuous domains ([0, 1]^d, GSSBO, Wei et al. 2025) are the ``box`` domain of the same registry
 (:data:`REGISTRY`; :data:`ALGORITHMS` and :data:`BO_ALGORITHMS` are its two domains), run by
-:func:`sketchbo.continuous.run` (``subset_bo.py``): ``std_gp_ucb``, ``gssbo``, ``rssbo``, ``kmeans_pp``,
+the engine's box domain (``sketchbo.domains.box``; ``subset_bo.py``): ``std_gp_ucb``, ``gssbo``, ``rssbo``, ``kmeans_pp``,
 ``lr_first_m``, ``sparse_gp``, ``ipa``, ``mini_gp_ucb``; the random embeddings ``rembo``, ``hesbo``
 (``embeddings.py``), ``vecchia_bo`` (``vecchia_bo.py``) and the neural surrogates of GSSBO's App. B.5:
 
@@ -51,15 +51,15 @@ class AlgorithmSpec(NamedTuple):
     batched: bool  # batches longer than one pull
     defaults: dict  # every accepted hyperparameter with its default
     default_rule: str  # key of BATCH_RULES (finite arms); "sequential" for boxes (their batches are their own)
-    domain: str = "arms"  # "arms": a finite arm set (runner.run) | "box": [0, 1]^d (continuous.run)
+    domain: str = "arms"  # "arms": a finite arm set | "box": [0, 1]^d (sketchbo.domains: the engine's two domains)
 
 
-# PROTOCOLS §9 (Abalone / Cadata protocol) and §7: q-bar = 2, C~ = 2, delta = 1/T (None). lam and F: None = the
-# problem's suggested values (Problem.suggested), else the protocol's lam = 0.2, F = 20 (runner.FALLBACK).
+# docs/protocols.md#finite-arm-protocol (Abalone / Cadata) and #bbkb-experiments: q-bar = 2, C~ = 2, delta = 1/T (None). lam and F: None = the
+# problem's suggested values (Problem.suggested), else the protocol's lam = 0.2, F = 20 (domains.finite.FALLBACK).
 # u_max: initial capacity of the list of unique pulled arms (exact GP: its posterior's size), grown on overflow
 _UCB = {"lam": None, "F": None, "delta": None, "beta": "code", "u_max": 128}
 # dictionary: "resampled" (the papers) or "all_pulled" (S_t = X_t: BKB -> GP-UCB, BBKB -> sum-rule GP-BUCB)
-# m_max: initial dictionary capacity (grown on overflow); None = runner.default_m_max: 64 on the CPU from 10^4
+# m_max: initial dictionary capacity (grown on overflow); None = domains.finite.default_m_max: 64 on the CPU from 10^4
 # arms, else 128
 _SPARSE = {**_UCB, "qbar": 2.0, "m_max": None, "u_max": 256, "resample": "code", "dictionary": "resampled"}
 
@@ -85,7 +85,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
                                          "u_max": 256, "beta": "code", "resample": "code"}, "schedule"),
 }
 
-# Continuous domains (GSSBO's protocol, PROTOCOLS §9): n0 = 20 uniform initial points, beta_t = 0.2 d log(2t),
+# Continuous domains (GSSBO's protocol, docs/protocols.md#box-protocol): n0 = 20 uniform initial points, beta_t = 0.2 d log(2t),
 # fit_steps Adam steps (lr_fit) of the log marginal likelihood per round, warm-started; the acquisition
 # maximiser's sizes (n_uniform, n_local, n_starts, acq_steps, lr_acq, local_scale) are our choices.
 _BO = {"n0": 20, "beta_c": 0.2, "fit_steps": 20, "lr_fit": 0.05, "n_uniform": 2048, "n_local": 512,
@@ -97,7 +97,7 @@ _SUBSET = {**_BO, "M": None, "Z": 4.0, "n_overhead": 70.0, "keep_best": False}
 BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
     "std_gp_ucb": AlgorithmSpec("std_gp_ucb", "Standard GP-UCB: exact GP on all samples", "continuous", False,
                                 dict(_BO), "sequential", "box"),
-    # selection: projection | pivoted | cosine (PROTOCOLS §9); pivoted by measurement (issue 16: Hartmann6, N = 1000,
+    # selection: projection | pivoted | cosine (docs/protocols.md#gssbo-subset-rules); pivoted by measurement (issue 16: Hartmann6, N = 1000,
     # seeds 0-9, R_N 195 ± 79 against projection's 2867 ± 129)
     "gssbo": AlgorithmSpec("gssbo", "GSSBO: exact GP on M samples chosen by a gradient-diversity greedy",
                            "continuous", False, {**_SUBSET, "sigma_d2": 0.01, "selection": "pivoted"}, "sequential", "box"),

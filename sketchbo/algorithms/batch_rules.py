@@ -5,7 +5,7 @@ Each rule is ``BatchRule(init, step)``: ``init(A, dtype) -> acc`` at batch start
 start-of-batch variance s~^2_fb(x_q) of the arm just selected (lam-scaled), ``cov_q()`` lazily returns
 ``(cov (A,), var_fb (A,))``, the start-of-batch covariance of x_q with every arm and every arm's
 start-of-batch variance, and ``close`` ends the batch. In every rule the arm
-that crosses the threshold belongs to the batch (the authors' code, PROTOCOLS §1.1).
+that crosses the threshold belongs to the batch (the authors' code, docs/protocols.md#bbkb-code-vs-paper).
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def _bbkb_local_init(A, dtype):
 
 
 def _local_step(acc, var_fb_q, cov_q, C):
-    """GlobalLocal-BBKB (the public code's ``Local_Batch_BKB``, PROTOCOLS §1.3 item 5).
+    """GlobalLocal-BBKB (the public code's ``Local_Batch_BKB``, docs/algorithms.md#globallocal-bbkb).
 
     ratio_i = 1 + sum_{s in batch} s~_fb(x_i, x_s)^2 / s~^2_fb(x_i); the batch ends when max_i ratio_i > C~.
     The code starts with the global rule and switches to the local ratios once the global bound exceeds

@@ -1,10 +1,11 @@
 """Types shared by every algorithm, and the confidence widths beta of BKB / BBKB.
 
-The contract (DESIGN §2): a factory closes over a hashable :class:`Static` config and returns
+The contract (docs/architecture.md#algorithm-contract): a factory closes over a hashable :class:`Static` config
+and returns
 ``Algorithm(init, select, update, resparsify)`` of pure functions; float hyperparameters live in
 :class:`Params` (arrays, so a sweep can be a vmap axis without recompiling).
 
-Confidence widths (PROTOCOLS §1.2, §2), in the papers' lam-scaled variance units (UCB = mu + beta s~):
+Confidence widths (docs/algorithms.md#confidence-width), in the papers' lam-scaled variance units (UCB = mu + beta s~):
 
 * family ``bkb``  — BKB (COLT 2019):
     code  : beta_t = sqrt(lam) F + xi sqrt(log(t) sum_s s~^2_t(x_s) + log(1/delta))      (BKB._update_beta)
@@ -16,7 +17,7 @@ Confidence widths (PROTOCOLS §1.2, §2), in the papers' lam-scaled variance uni
     paper : logdet += sum_batch log(1 + 3 s~^2_fb(x_s));
             alpha~ = C [2 xi sqrt(logdet + log(1/delta)) + (1 + sqrt 2) sqrt(lam) F]          (BBKB Thm 2)
   For the exact GP with batches of one, the code form's logdet is log det(I + K/lam) (chain rule), the
-  GP-UCB width of PROTOCOLS §7. Sequential algorithms use C = 1 in these formulas.
+  GP-UCB width of docs/protocols.md#baselines. Sequential algorithms use C = 1 in these formulas.
 * mode ``vakili`` (either family, Nyström engine only) — Theorem 3.5 of Vakili et al. (ICML 2022) with the
   current dictionary, union bound over the arms: beta = (2 sqrt(lam) + sqrt(lam_max)) F + xi sqrt(2 log(A/delta))
   (:func:`beta_vakili`).
@@ -32,7 +33,7 @@ from sketchbo.gp import sparse_bounds
 
 
 class Algorithm(NamedTuple):
-    """The contract every algorithm of both domains follows (DESIGN §2)."""
+    """The contract every algorithm of both domains follows (docs/architecture.md#algorithm-contract)."""
 
     init: Callable  # (key, problem, params) -> state; problem: ArmSet (finite arms) | BoxSet (boxes)
     select: Callable  # (key, state, params) -> (query, state, StepInfo): one choice of the open batch
@@ -76,7 +77,8 @@ class RoundInfo(NamedTuple):
     dict_wanted: jax.Array | None = None  # () int32 dictionary rows wanted (Nyström engines; > m_max: overflow)
     pulled_wanted: jax.Array | None = None  # () int32 unique pulled arms to hold (> u_max: overflow)
     overflow: jax.Array | None = None  # () bool a capacity was too small: the engine grows it and redoes the round
-    rank: jax.Array | None = None  # () int32 numerical rank of the dictionary's kernel matrix (DESIGN §4)
+    # () int32 numerical rank of the dictionary's kernel matrix (docs/architecture.md#numerics)
+    rank: jax.Array | None = None
     max_clamp: jax.Array | None = None  # () largest negative variance clamped to zero
     lam_max: jax.Array | None = None  # () S-BPE: largest variance of the pulled arms (Thm 3.5)
     n_active: jax.Array | None = None  # () int32 S-BPE: arms not yet eliminated
@@ -306,7 +308,7 @@ def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, k: int, per_block
 def bounded_argmax(tab: UCBTable, fresh, refresh_many, k: int = REFRESH_K, more_blocks: int = REFRESH_BLOCKS,
                    per_block: int = REFRESH_PER_BLOCK):
     """Exact argmax of UCBs that only decrease in a batch, in a bounded number of loop iterations
-    (DESIGN §3; BBKB Alg. 1, L7–8).
+    (docs/architecture.md#cost-model; BBKB Alg. 1, L7–8).
 
     ``tab`` holds upper bounds (values computed earlier in the batch); ``fresh`` (A,) marks exact ones;
     ``refresh_many(idx)`` returns the exact UCBs of the arms ``idx`` (k,). One round refreshes the k largest

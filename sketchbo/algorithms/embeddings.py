@@ -16,7 +16,7 @@ on the unit cube [0, 1]^d, mapped affinely onto Y. The low dimension d is the re
 our choice; the GSSBO paper does not state it), carried to the factory as ``BOStatic.M``.
 
 State: the low-dimensional algorithm's ``BOState`` fields (its data buffer holds the low points; capacity
-growth pads it with zero rows as it pads any all-rows variant, ``continuous._domain``), plus the low point of every query (``update`` receives
+growth pads it with zero rows as it pads any all-rows variant, ``domains.box.prepare``), plus the low point of every query (``update`` receives
 only the D-dimensional ones) and the embedding matrix, drawn once in ``init``.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""EpsGreedy, the simplest baseline of BBKB's Fig. 1 (ICML 2020; PROTOCOLS §7).
+"""EpsGreedy, the simplest baseline of BBKB's Fig. 1 (ICML 2020; docs/protocols.md#baselines).
 
 With probability eps a uniformly random arm, otherwise the pulled arm with the best empirical mean
 reward (ties: lowest index). The first pull is uniform. No model, batches of one.

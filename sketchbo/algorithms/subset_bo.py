@@ -15,22 +15,25 @@ the posterior engine:
 | ``ipa``         | m inducing points: greedy MAP of the DPP diag(q) K diag(q),| Nyström (DTC), all D |
 |               | q = EI under the previous model (Moss et al. 2023)        |                   |
 | ``mini_gp_ucb`` | unique points with counts; a point is repeated while      | exact GP on unique |
-|               | 1 + n s~^2(x_h) <= C (BBKB's sum rule, PROTOCOLS §3)      | points            |
+|               | 1 + n s~^2(x_h) <= C (BBKB's sum rule, docs/protocols.md#mini-meta-rule)      | points            |
 
 Subsets of GSSBO, RSSBO and k-means++ hold M rows once |D| > M; before that the GP uses all of D (Alg. 1,
 L17). M is fixed (``M``) or set by the dynamic rule with factor Z (:func:`dynamic_buffer_size`).
-Options (static): ``selection`` names GSSBO's rule for its free members (``sketchbo.gp.subset``, PROTOCOLS §9):
+Options (static): ``selection`` names GSSBO's rule for its free members (``sketchbo.gp.subset``,
+docs/protocols.md#gssbo-subset-rules):
 ``projection`` (the appendix's greedy: largest residual norm of the perturbed gradient vector after projecting
 out the kept ones' span), ``pivoted`` (greedy pivoted Cholesky on K, the greedy Nyström column selection the
 appendix proves equivalent in the noiseless limit) or ``cosine`` (Eq. (1)'s summed cosine similarity as
 written; ``gradient`` is its deprecated name); ``keep_best`` also forces the best observed sample into the
 subset of GSSBO, RSSBO and k-means++ (our option, not the paper's; default off).
 
-The round structure of the runner (DESIGN §2) carries over: ``select`` returns the planned query (a point
+The round structure of the runner (docs/architecture.md#rounds) carries over: ``select`` returns the planned query
+(a point
 of the uniform initial design for t < n0), ``update`` appends the batch to D, and ``resparsify`` does the
 expensive work once per round — choose the subset (Alg. 1 L12-14), fit the hyperparameters by maximum
 likelihood (warm start; ``sketchbo.gp.hyper``), and maximise UCB(x) = mu(x) + sqrt(beta_t) sigma(x) with
-beta_t = beta_c d log(2t) (PROTOCOLS §9) inside the box (``sketchbo.acquisition``) to plan the next query.
+beta_t = beta_c d log(2t) (docs/protocols.md#box-protocol) inside the box (``sketchbo.acquisition``) to plan the
+next query.
 Nyström variants fit their hyperparameters on every sample with the round's landmarks held fixed, by Titsias'
 collapsed bound (``hyper.collapsed_bound``: a sparse GP's own objective, O(n m^2) per step; until 2026-11-23
 they fitted the exact likelihood of the landmark rows alone, which misled IPA, whose landmarks crowd the
@@ -160,7 +163,8 @@ def empty_data(cap: int, d: int, dtype) -> Data:
 
 
 def design_or_planned(key, state, n0: int):
-    """``select`` of a single-model BO algorithm (PROTOCOLS §9): the first n0 queries uniform in [0, 1]^d as
+    """``select`` of a single-model BO algorithm (docs/protocols.md#box-protocol): the first n0 queries uniform in
+    [0, 1]^d as
     one batch, then the query planned by the last ``resparsify`` (``state.next_x``), batches of one. Returns
     ``(x, state)`` with the step counted and the batch closed where it ends."""
     initial = state.t < n0
@@ -241,7 +245,7 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
             return subset.random_subset(key, valid, forced, M)
         if selection == "ipa":
             return ipa_rows(state, valid, y, M)
-        if selection == "named":  # GSSBO's named rule (PROTOCOLS §9)
+        if selection == "named":  # GSSBO's named rule (docs/protocols.md#gssbo-subset-rules)
             return subset.gssbo_subset(rule, key, state.hyper, data.x, y, valid, forced, M, params.sigma_d2)
         K = gram(MATERN, hyper.kernel_params(state.hyper), data.x)  # exact diagonal: the first pivot's tie by index
         if selection == "kmeanspp":
@@ -270,7 +274,7 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
         else:
             predict, noise = _nystrom_predict(h, data, idx, mask, valid, y)
         t_next = (state.t + 1).astype(y.dtype)
-        beta = params.beta_c * d * jnp.log(2.0 * t_next)  # PROTOCOLS §9
+        beta = params.beta_c * d * jnp.log(2.0 * t_next)  # docs/protocols.md#box-protocol
 
         x, val, acq_info = acquisition.maximize_ucb(k_acq, predict, beta, data.x, y, valid, static.n_incumbents,
                                                     static.acq, params.lr_acq, params.local_scale)

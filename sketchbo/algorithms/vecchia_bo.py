@@ -16,7 +16,8 @@ m x m solves only, exact when every c(i) holds all earlier samples. Our choices,
   ``lr_fit``; warm start, as ``sketchbo.gp.hyper.fit`` does for the exact GP);
 * prediction: each candidate conditions on its m nearest samples in the scaled inputs (one at a time),
   mean k_xc (K_cc + s2 I)^{-1} y_c and latent variance
-  k_xx - k_xc (K_cc + s2 I)^{-1} k_cx; UCB = mu + sqrt(beta_t) sigma, beta_t = beta_c d log(2t) (PROTOCOLS §9),
+  k_xx - k_xc (K_cc + s2 I)^{-1} k_cx; UCB = mu + sqrt(beta_t) sigma, beta_t = beta_c d log(2t)
+  (docs/protocols.md#box-protocol),
   maximised by ``sketchbo.acquisition`` as the other continuous methods.
 """
 from __future__ import annotations
@@ -232,7 +233,7 @@ def make_vecchia_bo(static: BOStatic) -> Algorithm:
         idx, cmask = conditioning_sets(Z, valid, maximin_rank(Z, valid), m)
         h, fit_info = fit_vecchia(state.hyper, data.x, y, valid, idx, cmask, static.fit_steps, params.lr_fit)
         predict = vecchia_predict(h, data.x, y, valid, m)
-        beta = params.beta_c * d * jnp.log(2.0 * (state.t + 1).astype(y.dtype))  # PROTOCOLS §9
+        beta = params.beta_c * d * jnp.log(2.0 * (state.t + 1).astype(y.dtype))  # docs/protocols.md#box-protocol
 
         x, val, acq_info = acquisition.maximize_ucb(key, predict, beta, data.x, y, valid, static.n_incumbents,
                                                     static.acq, params.lr_acq, params.local_scale)

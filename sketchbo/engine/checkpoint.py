@@ -18,7 +18,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from sketchbo import tracking
+from sketchbo.engine import files
 
 CHECKPOINT_FORMAT = "sketchbo.checkpoint/3"  # tag of the identity stored in every checkpoint (3: box traces hold ucb)
 
@@ -30,7 +30,7 @@ def run_identity(algorithm: str, problem: dict, hyperparameters, *, T: int, seed
     identity = {"format": CHECKPOINT_FORMAT, "jax": jax.__version__, "algorithm": algorithm, "problem": problem,
                 "hyperparameters": hyperparameters, "T": T, "seeds": list(seeds), "dtype": dtype,
                 "seed_axis": seed_axis, "rounds_per_call": rounds_per_call, **program}
-    return tracking.plain(identity)
+    return files.plain(identity)
 
 
 class Saved(NamedTuple):
@@ -56,13 +56,13 @@ def digest(*arrays) -> str:
 
 def save_checkpoint(path: Path, identity: dict, capacities: dict, events: list, rounds: int,
                     round_times: list, carry) -> None:
-    """Write the carry and what is needed to go on from it to ``path`` atomically (tracking.atomic_savez);
+    """Write the carry and what is needed to go on from it to ``path`` atomically (files.atomic_savez);
     ``capacities`` names the static buffer sizes the carry was made with."""
     leaves = jax.tree.leaves(carry)
     meta = {"identity": identity, "capacities": {k: int(v) for k, v in capacities.items()}, "events": list(events),
             "rounds": int(rounds), "n_leaves": len(leaves)}
     arrays = {f"carry_{k:04d}": np.asarray(leaf) for k, leaf in enumerate(leaves)}
-    tracking.atomic_savez(path, meta=np.array(json.dumps(meta)),
+    files.atomic_savez(path, meta=np.array(json.dumps(meta)),
                           round_times=np.asarray(round_times, np.float64), **arrays)
 
 
@@ -83,7 +83,7 @@ def load_checkpoint(path: Path, identity: dict, label: str) -> Saved | None:
         print(f"[{label}] ignoring checkpoint {path}: unreadable ({type(err).__name__}: {err}); starting at "
               "round 0, the file will be overwritten", file=sys.stderr, flush=True)
         return None
-    diff = tracking.differences(stored, identity)
+    diff = files.differences(stored, identity)
     if diff:
         shown = ", ".join(diff[:5]) + (", ..." if len(diff) > 5 else "")
         print(f"[{label}] ignoring checkpoint {path}: it belongs to a different run (differs in {shown}); "

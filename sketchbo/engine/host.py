@@ -1,4 +1,4 @@
-"""The host loop of every run (DESIGN §3, §3a): compiled chunks of rounds, progress, per-round times,
+"""The host loop of every run (docs/architecture.md#the-engine): compiled chunks of rounds, progress, per-round times,
 checkpoints and capacity growth, the same for finite arm sets and continuous boxes.
 
 The loop calls the compiled chunk until every seed has reached T. After each chunk it asks the domain
@@ -92,7 +92,7 @@ def drive(domain: Domain, capacities: dict, init_args, chunk_args, progress: Pro
             progress(int(t_all.min()), rounds, final=True)
             return Driven(carry, noise, np.asarray(round_times), compile_s, capacities, events)
         larger, messages = domain.next_capacities(carry, capacities)
-        if larger is not None:  # grow, and go on from the last completed chunk (DESIGN §3)
+        if larger is not None:  # grow, and go on from the last completed chunk (docs/architecture.md#capacity-growth)
             for message in messages:
                 print(f"[{domain.label}] {message}", file=sys.stderr, flush=True)
             events += messages

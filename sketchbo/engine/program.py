@@ -1,11 +1,12 @@
-"""The compiled program of a run: seed keys, the seed axis (vmap or a sequential map), the chunk of rounds,
-the cache of compiled programs, and growth of capacity buffers (DESIGN §3, §3a).
+"""The compiled program of a run: seed keys, the seed axis (vmap or a sequential map), the program's elements,
+the chunk of rounds, device sharding, the cache of compiled programs, and growth of capacity buffers
+(docs/architecture.md#the-engine, docs/architecture.md#capacity-growth).
 
-A domain (``sketchbo.runner`` for finite arm sets, ``sketchbo.continuous`` for boxes) gives one round for
-one seed: ``round_(carry, keys, *per_seed, *shared) -> carry``, where ``carry = (state, traces)`` and
-``traces.rounds`` counts the rounds done. :func:`make_program` turns it into jitted ``init`` and ``chunk``
-functions over stacked seeds (a chunk = ``rounds_per_call`` rounds; a round is skipped once the domain's
-``active(carry)`` is false).
+A domain (``sketchbo.domains.finite`` for finite arm sets, ``sketchbo.domains.box`` for boxes) gives one round for
+one element (a seed at a grid point): ``round_(carry, keys, ...) -> carry``, where ``carry = (state, traces)`` and
+``traces.rounds`` counts the rounds done; :func:`chunk_of_rounds` makes a chunk of ``rounds_per_call`` rounds (a
+round is skipped once the domain's ``active(carry)`` is false) and :func:`jitted` jits it over the stacked
+elements, sharded over devices where there are several.
 """
 from __future__ import annotations
 
@@ -65,6 +66,42 @@ def chunk_of_rounds(round_, active, rounds_per_call: int):
     return chunk
 
 
+def stack_elements(items: list, n_devices: int):
+    """Per-element pytrees (of arrays) stacked on a leading axis, padded to a multiple of ``n_devices`` by
+    repeats of the last element (whose results are dropped)."""
+    n_pad = -(-len(items) // n_devices) * n_devices - len(items)
+    items = list(items) + list(items[-1:]) * n_pad
+    return jax.tree.map(lambda *v: jnp.stack(v), *items)
+
+
+def element_keys(seeds: list, n_points: int, n_devices: int) -> SeedKeys:
+    """The keys of the program's elements: grid points outer, seeds inner (seed i of every point uses the
+    same keys), padded as :func:`stack_elements`."""
+    el_seeds = [seed for _ in range(n_points) for seed in seeds]
+    n_pad = -(-len(el_seeds) // n_devices) * n_devices - len(el_seeds)
+    return stacked_keys(el_seeds + el_seeds[-1:] * n_pad)
+
+
+def jitted(init_all, chunk_all, n_devices: int = 1):
+    """``(init_fn, chunk_fn)`` jitted: ``init_all(keys, params, shared)`` and ``chunk_all(keys, carry, noise,
+    params, shared)``, where ``shared`` is replicated and everything else has one leading entry per element.
+
+    With ``n_devices > 1`` the elements are sharded over a 1-D device mesh (``shard_map``; the element count
+    is a multiple of ``n_devices``) and each device runs its share: every element's computation is the
+    one-device computation. The chunk does not donate its carry: the host loop keeps the last completed chunk
+    to continue from after a capacity overflow."""
+    if n_devices == 1:
+        return jax.jit(init_all), jax.jit(chunk_all)
+    mesh = jax.make_mesh((n_devices,), ("elements",), axis_types=(jax.sharding.AxisType.Auto,),
+                         devices=jax.devices()[:n_devices])
+    el, rep = jax.sharding.PartitionSpec("elements"), jax.sharding.PartitionSpec()
+    sh_el, sh_rep = jax.sharding.NamedSharding(mesh, el), jax.sharding.NamedSharding(mesh, rep)
+    init_sm = jax.shard_map(init_all, mesh=mesh, in_specs=(el, el, rep), out_specs=el, check_vma=False)
+    chunk_sm = jax.shard_map(chunk_all, mesh=mesh, in_specs=(el, el, el, el, rep), out_specs=el, check_vma=False)
+    return (jax.jit(init_sm, in_shardings=(sh_el, sh_el, sh_rep), out_shardings=sh_el),
+            jax.jit(chunk_sm, in_shardings=(sh_el, sh_el, sh_el, sh_el, sh_rep), out_shardings=sh_el))
+
+
 _PROGRAMS: dict = {}  # compiled (init, chunk) executables, reused by later runs with the same static config
 _MAX_PROGRAMS = 32
 
@@ -115,7 +152,7 @@ def enable_compilation_cache(path) -> None:
 def padded_into(tree, template):
     """``tree`` written into the leading corner of ``template`` (same structure, leaves at least as large).
 
-    Capacity growth (DESIGN §3): a state made at smaller capacities, embedded in the initial state of the
+    Capacity growth (docs/architecture.md#capacity-growth): a state made at smaller capacities, embedded in the initial state of the
     larger ones, is the state of the larger program (the slots beyond the old capacity are empty, with the
     values an empty slot has). Leaves of equal shape are taken from ``tree``.
     """

@@ -9,15 +9,23 @@ import numpy as np
 
 
 class RunResult(NamedTuple):
+    """What a run of ``sketchbo.run`` returns: per-seed traces and summaries of one algorithm on one problem.
+
+    Regret exists only where the benchmark knows its optimum: on a user's objective without one,
+    ``cumulative_regret`` and ``regret_ratio`` are None and the traces hold no ``instant_regret``.
+    """
+
     algorithm: str
     problem: str
     T: int
     n_seeds: int
     seeds: list
-    traces: dict  # query, reward, instant_regret, batch_index, dict_size (loop_iterations: finite arms): (n_seeds, T)
+    # (n_seeds, T) arrays: query (arm index; on a box the row of the sample buffer), reward, batch_index,
+    # dict_size, instant_regret (optimum known); loop_iterations (finite arms); x (n_seeds, T, d) and ucb (boxes)
+    traces: dict
     round_time_s: np.ndarray  # (n_rounds,) wall time of each round (all seeds), chunk time split evenly
-    cumulative_regret: np.ndarray  # (n_seeds,)
-    regret_ratio: np.ndarray  # (n_seeds,) R_T / (T (mean regret of a uniformly random query))
+    cumulative_regret: np.ndarray | None  # (n_seeds,) R_T; None when the optimum is unknown
+    regret_ratio: np.ndarray | None  # (n_seeds,) R_T / (T (mean regret of a uniformly random query)); None: unknown
     n_batches: np.ndarray  # (n_seeds,) int
     max_batch_size: np.ndarray  # (n_seeds,) int
     max_dict_size: np.ndarray  # (n_seeds,) int
@@ -27,23 +35,32 @@ class RunResult(NamedTuple):
     dtype: str
     capacity_events: list  # messages about capacity growth
     hyperparameters: dict  # the resolved hyperparameters
+    best_reward: np.ndarray  # (n_seeds,) the best observed reward
+    best_point: np.ndarray  # (n_seeds, d) the point where it was observed (on a box: in the box's coordinates)
+    # per-seed theory certificates of a finite-arm run (``sketchbo.certificates.of_run``; the CLI's jobs add them)
+    certificates: list | None = None
 
 
-def result(algorithm, problem_name, T, seeds, traces: dict, rounds, uniform_regret: float, driven, wall0, dtype,
-           hyperparameters) -> RunResult:
-    """RunResult of per-seed ``traces`` (``instant_regret``, ``batch_index``, ``dict_size`` among them) and
-    ``rounds`` (n_seeds,), the mean instant regret of a uniformly random query and the host loop's
-    ``driven`` bookkeeping (times, compilation, capacity events)."""
-    cum = traces["instant_regret"].sum(axis=1)
-    unif = T * uniform_regret
+def result(algorithm, problem_name, T, seeds, traces: dict, rounds, uniform_regret: float | None, driven, wall0,
+           dtype, hyperparameters, best_point) -> RunResult:
+    """RunResult of per-seed ``traces`` (``reward``, ``batch_index``, ``dict_size`` and, when the optimum is
+    known, ``instant_regret``), ``rounds`` (n_seeds,), the mean instant regret of a uniformly random query
+    (None: the optimum is unknown), the host loop's ``driven`` bookkeeping (times, compilation, capacity
+    events) and the best observed points (n_seeds, d)."""
+    if uniform_regret is None:
+        cum = ratio = None
+    else:
+        cum = traces["instant_regret"].sum(axis=1)
+        unif = T * uniform_regret
+        ratio = cum / unif if unif > 0 else np.full_like(cum, np.nan)
     dev = jax.devices()[0]
     return RunResult(
         algorithm=algorithm, problem=problem_name, T=T, n_seeds=len(seeds), seeds=list(seeds), traces=traces,
-        round_time_s=driven.round_times, cumulative_regret=cum,
-        regret_ratio=cum / unif if unif > 0 else np.full_like(cum, np.nan),
+        round_time_s=driven.round_times, cumulative_regret=cum, regret_ratio=ratio,
         n_batches=np.asarray(rounds).astype(int),
         max_batch_size=np.array([np.bincount(b).max() for b in traces["batch_index"]]),
         max_dict_size=traces["dict_size"].max(axis=1).astype(int),
         wall_time_s=time.perf_counter() - wall0, compile_time_s=driven.compile_s,
         device=f"{dev.platform}:{getattr(dev, 'device_kind', '')}", dtype=dtype,
-        capacity_events=list(driven.events), hyperparameters=hyperparameters)
+        capacity_events=list(driven.events), hyperparameters=hyperparameters,
+        best_reward=np.max(traces["reward"], axis=1), best_point=np.asarray(best_point, np.float64))

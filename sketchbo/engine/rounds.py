@@ -1,4 +1,4 @@
-"""The two halves of a round, shared by both domains' rounds and by the ask/tell API (DESIGN §3).
+"""The two halves of a round, shared by both domains' rounds and by the ask/tell API (docs/architecture.md#rounds).
 
 BBKB (Calandriello et al., ICML 2020), Alg. 1: a batch is selected without feedback (L3–8: ``select`` until
 the batch rule closes it), then its feedback arrives and the model is rebuilt (L9–16: ``update``, then

@@ -8,7 +8,7 @@ Two forms:
 
 * :func:`dense_posterior` — dense float64 solve over the unique pulled arms with counts n_i and summed
   rewards Y_i: mu(x) = k_U(x)^T (K_UU + lam N^{-1})^{-1} Ybar_U, sigma^2(x) = k(x,x) - k_U(x)^T (K_UU +
-  lam N^{-1})^{-1} k_U(x) (PROTOCOLS §3, "derived"). Host-side reference, not jitted.
+  lam N^{-1})^{-1} k_U(x) (docs/algorithms.md#exact-posterior). Host-side reference, not jitted.
 * :class:`ExactGP` — the incremental engine used by the algorithms, on the same counts: the U unique
   pulled arms sit in fixed-capacity slots with their kernel rows, counts n_u and
   summed rewards Y_u, and Q = (K_UU + lam N^{-1})^{-1} (the kernel rows are stored as K_UA (u_max, A)). A pull at arm x_j (with or without feedback: the

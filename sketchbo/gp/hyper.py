@@ -1,10 +1,11 @@
 """Exact GP regression with a Matérn-5/2 ARD kernel on fixed-capacity masked buffers, and maximum-likelihood
 fitting of its hyperparameters with optax (GSSBO, Wei et al. 2025, §6: "Matérn 5/2 kernel ... hyperparameters
-learned via maximum likelihood"; PROTOCOLS §9).
+learned via maximum likelihood"; docs/protocols.md#box-protocol).
 
 Data live in buffers of static capacity n with a boolean ``mask``. Masked-out rows are neutralised before
 every factorisation: their kernel rows and columns are zero, their diagonal entry is one and their target is
-zero, so they add nothing to the log marginal likelihood and nothing to the posterior (DESIGN §6.4).
+zero, so they add nothing to the log marginal likelihood and nothing to the posterior
+(docs/architecture.md#conventions).
 
 Targets are standardised over the valid rows (zero mean, unit variance; the constant mean function is the
 sample mean). With K_n = K + s2 I over the valid rows (Rasmussen & Williams 2006, Eq. 2.30),
@@ -94,7 +95,7 @@ def masked_kernel(h: GPHyper, X, mask, counts=None):
     """K + s2 W^{-1} over the valid rows; masked rows/columns are zero with a unit diagonal: (n, n).
 
     ``counts`` (n,) (default: ones) makes row i the mean of counts_i evaluations, of noise variance
-    s2 / counts_i (the unique-point form of mini-META, PROTOCOLS §3).
+    s2 / counts_i (the unique-point form of mini-META, docs/algorithms.md#mini-meta).
     """
     w = mask.astype(X.dtype)
     K = MATERN.k(kernel_params(h), X, X) * w[:, None] * w[None, :]

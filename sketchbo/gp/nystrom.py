@@ -4,13 +4,13 @@ Papers: BKB (Calandriello, Carratino, Lazaric, Valko, Rosasco; COLT 2019) and BB
 Gaussian process optimization with adaptive batching and resparsification", ICML 2020).
 
 With the dictionary S (``dict_idx``/``dict_mask``, capacity m_max), the embedding z(x) = W k_S(x) with
-W = K_S^{+1/2}, and pulled arms stored as counts n_i and summed rewards Y_i (PROTOCOLS §1.1):
+W = K_S^{+1/2}, and pulled arms stored as counts n_i and summed rewards Y_i (docs/protocols.md#bbkb-code-vs-paper):
 
     V        = sum_i n_i z(x_i) z(x_i)^T + lam I                              (m, m)
     mu~(x)   = z(x)^T V^{-1} sum_i z(x_i) Y_i                                 BBKB Eq. (1)
     s~^2(x)  = (k(x,x) - z(x)^T z(x)) / lam + z(x)^T V^{-1} z(x)              BBKB Eq. (2), lam-scaled
 
-The variance of all A arms uses one GEMM (DESIGN §3), in a square-root form that is stable for an
+The variance of all A arms uses one GEMM (docs/architecture.md#cost-model), in a square-root form that is stable for an
 ill-conditioned K_S,
 
     s~^2(x) = k(x,x)/lam - ||B^T k_S(x)||^2,   B = W^T (I/lam - V^{-1})^{1/2}
@@ -51,7 +51,8 @@ def cross_kernel(kernel, kparams, X, Xs, mask):
 def factor_dtype(dtype):
     """dtype of the dictionary's m x m algebra for arms of ``dtype``: float64 wherever JAX has it.
 
-    In float32 the pseudo-inverse root of K_S drops every eigenvalue below max_eig m eps_32 (DESIGN §4),
+    In float32 the pseudo-inverse root of K_S drops every eigenvalue below max_eig m eps_32
+    (docs/architecture.md#numerics),
     about ten of 64 on Cadata: the model loses part of its dictionary (mean off by 0.1, variances by 3e-3
     after 3000 pulls, against 2e-3 and 6e-5 from float32 rounding alone), which raised R_T/R_unif from 0.109
     to 0.120. The O(m^3 + U m^2) factorisation therefore runs in float64 and only the O(A m) work (the kernel
@@ -87,7 +88,7 @@ def dictionary_factors(kernel, kparams, Xs, dict_mask, X_U, n_U, Y_U, lam, eig_m
 
 def posterior(kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pulled_mask, counts, ysum, lam,
               fdtype=None, eig_method: str = "auto"):
-    """Full DTC posterior of all arms for a new dictionary (one resparsification, DESIGN §3).
+    """Full DTC posterior of all arms for a new dictionary (one resparsification, docs/architecture.md#cost-model).
 
     ``pulled_idx``/``pulled_mask`` (u_max,) list the unique pulled arms; ``counts``/``ysum`` are (A,).
     The variance uses the square-root form s~^2(x) = k(x,x)/lam - ||B^T k_S(x)||^2 with
@@ -138,7 +139,7 @@ def covariance_with(kernel, kparams, arms, Xs, dict_mask, B, x, lam):
     """Approximate posterior covariance s~(x_i, x) of every arm with one point (lam-scaled, (A,)).
 
     s~(x_i, x) = z_i^T V^{-1} z + (k(x_i, x) - z_i^T z)/lam = k(x_i, x)/lam - k_S(x_i)^T B B^T k_S(x).
-    Used by the GlobalLocal batch rule (PROTOCOLS §1.3 item 5). Cost O(A m d).
+    Used by the GlobalLocal batch rule (docs/algorithms.md#globallocal-bbkb). Cost O(A m d).
     """
     K_AS = cross_kernel(kernel, kparams, arms, Xs, dict_mask)
     kS_x = cross_kernel(kernel, kparams, x[None, :], Xs, dict_mask)[0]

@@ -1,7 +1,7 @@
 """Recursive ridge-leverage-score (RLS) sampling of inducing points, with static capacities.
 
 Papers: Musco & Musco, "Recursive Sampling for the Nyström Method" (NeurIPS 2017, arXiv 1605.07583),
-Alg. 2, as used by Vakili et al. (ICML 2022, Lemma 3.8; ``papers/003_…``) to choose inducing points with
+Alg. 2, as used by Vakili et al. (ICML 2022, Lemma 3.8) to choose inducing points with
 lambda_max(K_XX - kappa_XX) <= tau^2 and m <= 384 d~ log(3 d~ / delta) w.p. >= 1 - delta.
 
 Alg. 2 on a multiset of n points with ridge tau^2 and failure probability delta (constants as we read

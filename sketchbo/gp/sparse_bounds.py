@@ -1,10 +1,10 @@
 """Confidence bounds for sparse (Nyström / SVGP) GP statistics.
 
 Paper: Vakili, Scarlett, Shiu, Bernacchia, "Improved Convergence Rates for Sparse Approximation Methods
-in Kernel-Based Learning", ICML 2022 (``papers/003_…``; PROTOCOLS §5).
+in Kernel-Based Learning", ICML 2022 (docs/algorithms.md#sparse-confidence-bounds).
 
 * :func:`svgp_statistics` — mu-bar and sigma-bar^2 of Eq. (4)–(5) for inducing points Z and data X_n with
-  regulariser tau^2. They are the DTC statistics of BKB with lam = tau^2 (PROTOCOLS §1.1):
+  regulariser tau^2. They are the DTC statistics of BKB with lam = tau^2 (docs/algorithms.md#sparse-confidence-bounds):
   mu-bar = mu~ and sigma-bar^2 = tau^2 s~^2, so they are computed by :func:`sketchbo.gp.nystrom.posterior`
   (no second implementation; ``tests/test_vakili.py`` checks the identity against Eq. (4)–(5) densely).
 * :func:`lambda_max` — the largest eigenvalue of k_{X_n X_n} - kappa_{X_n X_n}, kappa(x, x') =

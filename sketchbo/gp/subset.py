@@ -1,13 +1,14 @@
 """Choosing which samples a GP is fitted on: GSSBO's gradient-diversity subset and its baselines.
 
 Paper: GSSBO, "Gradient-based Sample Selection for Faster Bayesian Optimization" (Wei et al. 2025),
-Eq. (1), Eq. (3), Alg. 1 L12-14; choices fixed by PROTOCOLS §9.
+Eq. (1), Eq. (3), Alg. 1 L12-14; choices fixed in docs/protocols.md#gssbo-subset-rules.
 
 Every selector works on a data buffer of static capacity n (``valid`` marks the filled rows) and returns
 ``(idx (M,) int32, mask (M,) bool)``: M row indices, distinct, every ``forced`` valid row among them (the
 n0 initial samples and the newest, Alg. 1 L13). When there are at most M valid rows, all of them are kept.
 
-GSSBO's three named rules (``selection`` of ``gssbo``; PROTOCOLS §9, decided 2026-11-22). Gradient vectors:
+GSSBO's three named rules (``selection`` of ``gssbo``; docs/protocols.md#gssbo-subset-rules, decided 2026-11-22).
+Gradient vectors:
 g_i = psi_i r_i with psi_i = (K + s2 I)^{-1} e_i and r_i = ((K + s2 I)^{-1} (y - mu))_i (Eq. (3)'s scalar), each
 perturbed by N(0, sigma_d^2 I) (:func:`perturbed_gradients`).
 
@@ -78,7 +79,7 @@ def random_subset(key, valid, forced, M: int):
 
 
 def gradient_vectors(h: hyper.GPHyper, X, y, valid):
-    """Rows g_i = psi_i r_i (PROTOCOLS §9): (n, n), zero in masked rows and columns.
+    """Rows g_i = psi_i r_i (docs/protocols.md#gssbo-subset-rules): (n, n), zero in masked rows and columns.
 
     A = K + s2 I over the valid rows (standardised targets, mu = 0), psi_i = A^{-1} e_i (row i of the
     symmetric A^{-1}), r = A^{-1} y, so that Eq. (3)'s scalar gradient is -r_i.
@@ -159,7 +160,7 @@ def cosine_subset(key, G, valid, forced, M: int, sigma_d2):
     return _as_subset(chosen, M)
 
 
-SELECTIONS = ("projection", "pivoted", "cosine")  # GSSBO's named rules (PROTOCOLS §9)
+SELECTIONS = ("projection", "pivoted", "cosine")  # GSSBO's named rules (docs/protocols.md#gssbo-subset-rules)
 
 
 def gssbo_subset(rule: str, key, h: hyper.GPHyper, X, y, valid, forced, M: int, sigma_d2):

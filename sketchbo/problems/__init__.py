@@ -1,4 +1,4 @@
-"""Finite-arm bandit problems (BKB / BBKB protocol, PROTOCOLS §9).
+"""Finite-arm bandit problems (BKB / BBKB protocol, docs/protocols.md#finite-arm-protocol).
 
 ``make_problem(name, **kwargs)`` builds one of :data:`PROBLEMS`:
 
@@ -37,10 +37,18 @@ PROBLEMS = {
 
 
 def make_problem(name: str, **kwargs) -> Problem:
-    """Build the problem ``name`` with the factory's keyword arguments ``kwargs``.
+    """Build the benchmark ``name`` with the factory's keyword arguments.
 
-    Unknown names and unknown keyword arguments are ValueErrors listing what is allowed; bad values
-    are ValueErrors from the factory naming the parameter.
+    Args:
+        name: a key of :data:`PROBLEMS` (finite arm sets, boxes, tabular benchmarks).
+        **kwargs: the factory's keyword arguments (e.g. ``A``, ``d``, ``seed`` of ``gp_sample``).
+
+    Returns:
+        A validated finite ``Problem``, or a ``ContinuousProblem`` (a box benchmark).
+
+    Raises:
+        ValueError: for an unknown name or keyword argument (listing what is allowed) and for bad values
+            (naming the parameter).
     """
     if name not in PROBLEMS:
         raise ValueError(f"problem={name!r} is not a known problem; choose one of {sorted(PROBLEMS)}")

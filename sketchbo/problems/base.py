@@ -1,4 +1,4 @@
-"""The finite-arm problem type shared by every bandit algorithm (BKB / BBKB protocol, PROTOCOLS §9)."""
+"""The finite-arm problem type shared by every bandit algorithm (BKB / BBKB protocol, docs/protocols.md#finite-arm-protocol)."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -24,7 +24,7 @@ class Problem(NamedTuple):
     name: str
     arms: np.ndarray  # (A, d) float64
     f: np.ndarray  # (A,) float64, noiseless reward of each arm
-    noise_std: float | None  # None: the runner uses xi = sqrt(lam) (PROTOCOLS §9, xi^2 = lam)
+    noise_std: float | None  # None: the runner uses xi = sqrt(lam) (docs/protocols.md#finite-arm-protocol, xi^2 = lam)
     kernel: dict  # default kernel for this problem
     samples: np.ndarray | None = None  # (A, S) float64 recorded rewards per arm, NaN-padded; None: Gaussian
     n_samples: np.ndarray | None = None  # (A,) int64 in [1, S], recorded rewards of each arm (with samples)

@@ -1,9 +1,9 @@
-"""Continuous test functions of GSSBO (Wei et al. 2025, §6.1), on the unit cube (PROTOCOLS §4.5, §9).
+"""Continuous test functions of GSSBO (Wei et al. 2025, §6.1), on the unit cube (docs/protocols.md#test-functions).
 
 Every problem is a minimisation benchmark f on its standard box [lower, upper]^d. The optimiser sees
 u in [0, 1]^d, mapped affinely to x = lower + u (upper - lower), and maximises the reward -f(x); the
 regret of a query is f(x_t) - f_min >= 0 (noiseless). Definitions follow the SFU virtual library and
-BoTorch's ``test_functions/synthetic.py`` (PROTOCOLS §4.5):
+BoTorch's ``test_functions/synthetic.py`` (docs/protocols.md#test-functions):
 
 | name          | d   | box               | f_min      | argmin                          |
 |---------------|-----|-------------------|------------|---------------------------------|
@@ -13,7 +13,7 @@ BoTorch's ``test_functions/synthetic.py`` (PROTOCOLS §4.5):
 | powell50      | 50  | [-4, 5]^50        | 0          | (0, ..., 0)                     |
 | rastrigin100  | 100 | [-5.12, 5.12]^100 | 0          | (0, ..., 0)                     |
 
-Powell convention (BoTorch's, PROTOCOLS §9): the sum runs over the d // 4 complete blocks of four
+Powell convention (BoTorch's, docs/protocols.md#test-functions): the sum runs over the d // 4 complete blocks of four
 coordinates, so for d = 50 there are 12 blocks and coordinates 49 and 50 have no effect on f.
 
 Shifted variants (ours, not GSSBO's): ``levy20``, ``powell50`` and ``rastrigin100`` take ``shift`` = c >= 0,
@@ -40,14 +40,15 @@ from sketchbo.problems.synthetic import check_int, check_noise_std
 
 
 class ContinuousProblem(NamedTuple):
-    """A box-constrained minimisation benchmark seen through the unit cube."""
+    """A box-constrained minimisation problem seen through the unit cube: a box, an objective and, for a
+    benchmark, its minimum (``f_min``; None for a user's objective: no regret is computed)."""
 
     name: str
     d: int
     lower: np.ndarray  # (d,) float64 lower corner of the standard box
     upper: np.ndarray  # (d,) float64 upper corner
     fn: Callable  # x (d,) on the standard box -> () f(x), pure JAX
-    f_min: float  # global minimum of f (regret = f(x) - f_min)
+    f_min: float | None  # global minimum of f (regret = f(x) - f_min); None: unknown
     u_opt: np.ndarray | None  # (d,) a minimiser in unit coordinates, when known
     noise_std: float  # feedback y = -f(x) + noise_std N(0, 1)
     uniform_mean: float | None  # E_{u ~ U[0,1]^d} f(u), or None: estimated when needed
@@ -55,7 +56,7 @@ class ContinuousProblem(NamedTuple):
 
 
 def to_box(problem: ContinuousProblem, u):
-    """The affine map [0, 1]^d -> [lower, upper] (PROTOCOLS §9)."""
+    """The affine map [0, 1]^d -> [lower, upper] (docs/protocols.md#box-protocol)."""
     lo = jnp.asarray(problem.lower, u.dtype)
     return lo + u * (jnp.asarray(problem.upper, u.dtype) - lo)
 
@@ -84,6 +85,40 @@ def estimate_uniform_mean(problem: ContinuousProblem, n: int | None = None, chun
     u = jax.random.uniform(jax.random.key(12345), (n, problem.d), dtype=jnp.float64)
     return float(np.mean(np.concatenate([np.asarray(batch_values(problem, u[i:i + chunk]))
                                          for i in range(0, n, chunk)])))
+
+
+def box_problem(space, fn, *, name: str = "objective", f_min: float | None = None,
+                noise_std: float = 0.0) -> ContinuousProblem:
+    """A user's box problem: minimise ``fn`` over ``space`` (the box algorithms maximise the reward -fn).
+
+    Args:
+        space: a :class:`sketchbo.Box`.
+        fn: a pure JAX function of one point ``x`` (d,) in the box's coordinates, returning a scalar; it is
+            evaluated inside the compiled program, once per query (T times in a run of horizon T).
+        name: names the problem in messages and results.
+        f_min: the minimum of ``fn`` when known (regret is then reported), else None.
+        noise_std: standard deviation of Gaussian noise added to each observed reward.
+
+    Returns:
+        The :class:`ContinuousProblem` that ``sketchbo.run`` takes.
+
+    Raises:
+        ValueError: naming the argument that is not valid.
+    """
+    from sketchbo.spaces import Box
+
+    if not isinstance(space, Box):
+        raise ValueError(f"space={space!r} is invalid; pass a sketchbo.Box(lower, upper)")
+    if not callable(fn):
+        raise ValueError(f"fn={fn!r} is not callable; pass a pure JAX function of one point x (d,)")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name={name!r} is invalid; it must be a non-empty string")
+    if f_min is not None:
+        if isinstance(f_min, bool) or not isinstance(f_min, (int, float, np.number)) or not np.isfinite(f_min):
+            raise ValueError(f"f_min={f_min!r} is invalid; a finite number, or None when the minimum is unknown")
+        f_min = float(f_min)
+    return ContinuousProblem(name, space.d, np.array(space.lower), np.array(space.upper), fn, f_min, None,
+                             check_noise_std(noise_std) or 0.0, None)
 
 
 # ----------------------------------------------------------------------------------------- functions
@@ -197,5 +232,5 @@ CONTINUOUS_PROBLEMS = {
     "rastrigin100": rastrigin100,
 }
 
-__all__ = ["CONTINUOUS_PROBLEMS", "ContinuousProblem", "batch_values", "estimate_uniform_mean", "to_box", "value",
+__all__ = ["CONTINUOUS_PROBLEMS", "ContinuousProblem", "batch_values", "box_problem", "estimate_uniform_mean", "to_box", "value",
            "eggholder2", "hartmann6", "levy20", "powell50", "rastrigin100"]

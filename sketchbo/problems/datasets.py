@@ -1,4 +1,5 @@
-"""The Abalone and Cadata bandits of BBKB (Calandriello et al., ICML 2020), as fixed by PROTOCOLS §9.
+"""The Abalone and Cadata bandits of BBKB (Calandriello et al., ICML 2020), as fixed in
+docs/protocols.md#finite-arm-protocol.
 
 * Arms = the dataset rows (A = 4177 / 20640), d = 8 features. Abalone's sex is one numeric
   column, M = 1, F = 2, I = 3 (the LIBSVM encoding).
@@ -10,10 +11,10 @@
   runner uses xi = sqrt(lam).
 
 Data files are never part of the repository. :func:`find_data_file` looks, in order, in an explicit
-``data_dir``, in ``$SKETCHBO_DATA_DIR``, in ``shared/data`` beside the checkout, and in the cache
-(``$SKETCHBO_CACHE_DIR`` or ``~/.cache/sketchbo``); otherwise it downloads the file from its public
-source into the cache. Every file, wherever it is found or however obtained, must match the
-published sha256 (:data:`SHA256`; README.md, section 'Datasets').
+``data_dir``, in ``$SKETCHBO_DATA_DIR`` and in the cache (``$SKETCHBO_CACHE_DIR`` or
+``~/.cache/sketchbo``); otherwise it downloads the file from its public source into the cache. Every
+file, wherever it is found or however obtained, must match the published sha256 (:data:`SHA256`;
+docs/problems.md#data-files).
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ ABALONE_FILE = "abalone.data"
 CADATA_FILE = "cal_housing.data"
 PIMA_FILE = "pima-indians-diabetes.csv"  # the GSSBO diabetes task (problems/diabetes.py); no download source
 
-# Published checksums of the original files (README.md, section 'Datasets').
+# Published checksums of the original files (docs/problems.md#data-files).
 SHA256 = {
     ABALONE_FILE: "de37cdcdcaaa50c309d514f248f7c2302a5f1f88c168905eba23fe2fbc78449f",
     CADATA_FILE: "d3d8a1a722ae78f91134862727d27a70b1415e7d512a89140406248687f4b902",
@@ -55,20 +56,14 @@ DATA_DIR_ENV = "SKETCHBO_DATA_DIR"
 CACHE_DIR_ENV = "SKETCHBO_CACHE_DIR"
 DOWNLOAD_TIMEOUT_S = 60.0
 
-_PACKAGE_DIR = Path(__file__).resolve().parents[1]  # .../sketchbo
-# ``shared/data`` beside the checkout (../shared/data), then inside it.
-SHARED_DATA_DIRS = [
-    _PACKAGE_DIR.parents[1] / "shared" / "data",
-    _PACKAGE_DIR.parents[0] / "shared" / "data",
-]
-
 SCALINGS = ("minmax", "zscore", "none")
-PAPER_SUGGESTED = {"lam": 0.2, "F": 20.0}  # Problem.suggested: BBKB's protocol values on Abalone / Cadata (PROTOCOLS §9)
+# Problem.suggested: BBKB's protocol values on Abalone / Cadata (docs/protocols.md#finite-arm-protocol)
+PAPER_SUGGESTED = {"lam": 0.2, "F": 20.0}
 ABALONE_SEX_CODES = {"M": 1.0, "F": 2.0, "I": 3.0}
 HOW_TO_PROVIDE = (
     "put the original file in a directory and pass data_dir=... (on the command line: problem.data_dir=...) "
     f"or set the environment variable {DATA_DIR_ENV} to that directory (sources and sha256 checksums: "
-    "README.md, section 'Datasets')"
+    "docs/problems.md#data-files)"
 )
 
 
@@ -99,14 +94,13 @@ def _existing_dir(value, what: str) -> Path:
 
 
 def search_dirs(data_dir=None) -> list[Path]:
-    """The directories searched, in order: data_dir, $SKETCHBO_DATA_DIR, shared/data, the cache."""
+    """The directories searched, in order: data_dir, $SKETCHBO_DATA_DIR, the cache."""
     dirs = []
     if data_dir is not None:
         dirs.append(_existing_dir(data_dir, "data_dir"))
     env = os.environ.get(DATA_DIR_ENV)
     if env:
         dirs.append(_existing_dir(env, DATA_DIR_ENV))
-    dirs.extend(SHARED_DATA_DIRS)
     dirs.append(cache_dir())
     return dirs
 
@@ -315,7 +309,7 @@ def _dataset_problem(name, X, y, scaling, sigma2, noise_std) -> Problem:
 
 
 def abalone(scaling="minmax", sigma2=5.0, noise_std=None, data_dir=None, download=True) -> Problem:
-    """The Abalone bandit of PROTOCOLS §9: 4177 arms in d = 8, reward = standardised rings."""
+    """The Abalone bandit (docs/protocols.md#finite-arm-protocol): 4177 arms in d = 8, reward = standardised rings."""
     scaling, sigma2 = _check_scaling(scaling), check_positive("sigma2", sigma2)
     noise_std = check_noise_std(noise_std)
     X, y = load_abalone_raw(data_dir, download)
@@ -323,7 +317,8 @@ def abalone(scaling="minmax", sigma2=5.0, noise_std=None, data_dir=None, downloa
 
 
 def cadata(scaling="minmax", sigma2=5.0, noise_std=None, data_dir=None, download=True) -> Problem:
-    """The Cadata bandit of PROTOCOLS §9: 20640 arms in d = 8, reward = standardised house value."""
+    """The Cadata bandit (docs/protocols.md#finite-arm-protocol): 20640 arms in d = 8, reward = standardised house
+    value."""
     scaling, sigma2 = _check_scaling(scaling), check_positive("sigma2", sigma2)
     noise_std = check_noise_std(noise_std)
     X, y = load_cadata_raw(data_dir, download)

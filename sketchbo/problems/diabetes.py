@@ -1,8 +1,8 @@
 """The GSSBO "NAS" task (Wei et al. 2025, §6.2): tune a one-hidden-layer MLP on the Pima Indians diabetes
-data; the objective is its test classification error (PROTOCOLS §4.4 and the decided protocol of §9).
+data; the objective is its test classification error (docs/protocols.md#diabetes-task).
 
 * Data: ``pima-indians-diabetes.csv`` (768 rows, 8 features, binary target), found like the other data
-  files (``datasets.find_data_file``: data_dir, $SKETCHBO_DATA_DIR, shared/data, the cache) and checked
+  files (``datasets.find_data_file``: data_dir, $SKETCHBO_DATA_DIR, the cache) and checked
   against its published sha256. Inputs standardised with the training statistics; one fixed stratified
   70/30 split (numpy generator seeded with ``split_seed``).
 * Search space u in [0, 1]^4 (§6.2): batch size 32 + 96 u0 rounded to an integer in [32, 128]; learning rate
@@ -59,7 +59,8 @@ def stratified_split(y: np.ndarray, fraction: float, seed: int) -> tuple[np.ndar
 
 
 def decode(u):
-    """u (4,) in [0, 1] -> (batch size, learning rate, decay rate, hidden width) (§6.2, PROTOCOLS §9)."""
+    """u (4,) in [0, 1] -> (batch size, learning rate, decay rate, hidden width) (§6.2;
+    docs/protocols.md#diabetes-task)."""
     batch = jnp.round(BATCH_MIN + (BATCH_MAX - BATCH_MIN) * u[0]).astype(jnp.int32)
     lr = 10.0 ** (-6.0 + 6.0 * u[1])
     decay = 1e-6 + (1.0 - 1e-6) * u[2]

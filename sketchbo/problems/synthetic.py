@@ -3,9 +3,9 @@
 * :func:`gp_sample`: a reward function drawn from the zero-mean GP prior with the Gaussian (rbf)
   kernel k(x, x') = exp(-||x - x'||^2 / (2 sigma2)) of BKB (Calandriello et al., COLT 2019) and
   BBKB (Calandriello et al., ICML 2020), on arms uniform in [-1, 1]^d; the project's embedded
-  default problem (PROTOCOLS §9).
+  default problem (docs/protocols.md#finite-arm-protocol).
 * :func:`linear`: the linear problem of the examples in the authors' public BBKB code
-  (PROTOCOLS §1.3 item 6): arms ~ N(0, I), f(x) = x^T w* with w* ~ N(0, I), and the code's noise
+  (docs/protocols.md#bbkb-code-vs-paper): arms ~ N(0, I), f(x) = x^T w* with w* ~ N(0, I), and the code's noise
   heuristic noise_std = sqrt((max f - min f) * 0.01).
 
 Everything is float64 numpy; the arm set and f are deterministic functions of ``seed``.
@@ -91,7 +91,7 @@ def gp_sample(A=1000, d=2, sigma2=0.1, seed=0, noise_std=None) -> Problem:
     """Arms uniform in [-1, 1]^d, f ~ GP(0, rbf(sigma2)) on them, standardised.
 
     The numpy Generator from ``seed`` draws the arms first, then the A standard normals of f.
-    ``noise_std=None`` lets the runner use xi = sqrt(lam) (PROTOCOLS §9).
+    ``noise_std=None`` lets the runner use xi = sqrt(lam) (docs/protocols.md#finite-arm-protocol).
     """
     A = check_int("A", A, 1)
     d = check_int("d", d, 1)
@@ -108,7 +108,7 @@ def gp_sample(A=1000, d=2, sigma2=0.1, seed=0, noise_std=None) -> Problem:
 
 
 def linear_noise_heuristic(f: np.ndarray) -> float:
-    """The authors' code heuristic noise_std = sqrt((max f - min f) * 0.01) (PROTOCOLS §1.3)."""
+    """The authors' code heuristic noise_std = sqrt((max f - min f) * 0.01) (docs/protocols.md#bbkb-code-vs-paper)."""
     return float(np.sqrt((np.max(f) - np.min(f)) * 0.01))
 
 

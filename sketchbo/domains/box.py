@@ -1,25 +1,23 @@
-"""The runner for continuous domains: many seeds of a GSSBO-family algorithm in one compiled program.
+"""The box domain: a query is a point of a box, evaluated by the problem's JAX objective as it is selected
+(docs/architecture.md#domains).
 
-Paper: GSSBO (Wei et al. 2025, Alg. 1 and §6). Algorithms: ``sketchbo.algorithms.BO_ALGORITHMS``
-(``subset_bo.py``); problems: ``sketchbo.problems.continuous`` (and the diabetes task).
+Paper: GSSBO (Wei et al. 2025, Alg. 1 and §6) and its baselines (``sketchbo.algorithms.BO_ALGORITHMS``);
+benchmarks: ``sketchbo.problems.continuous`` (and the diabetes task), or a user's ``sketchbo.box_problem``.
 
-This module is the continuous domain of the round engine (``sketchbo.engine``, DESIGN §3a): a round = the
-selections of one batch (``runner.select_batch``; each query evaluated by the problem's JAX function as it
-is selected), the feedback of the batch (``update``) and one ``resparsify`` (subset choice, hyperparameter
-fit, acquisition). The engine runs the seeds (vmap or a sequential map), the host loop, progress,
-checkpoints (the identity holds a fingerprint of the objective) and capacity growth.
-
-What is this domain's own: the box (queries in [0, 1]^d, mapped to the problem's bounds by
-``problems.continuous.value``), the feedback checks (a NaN/inf from the objective never reaches the GP and
-stops the run with an error naming the evaluation), the objective's fingerprint, and the capacity: the
-sample buffer D (``cap`` rows) starts small and grows by about 1.5x when a seed's next round would not fit
-(DESIGN §3: padded rows cost real time in an O(n^3) factorisation); a seed waits at a full buffer, the
-host loop grows it and continues from the last completed chunk.
+A round = the selections of one batch (``engine.rounds.select_batch``), the feedback of the batch
+(``update``) and one ``resparsify`` (subset choice, hyperparameter fit, acquisition). What is this domain's
+own: the box (queries in [0, 1]^d, mapped to the problem's bounds by ``problems.continuous.value``), the
+feedback checks (a NaN/inf from the objective never reaches the GP and stops the run with an error naming
+the evaluation), the objective's fingerprint in a checkpoint's identity, and the capacity: the sample buffer
+D (``cap`` rows) starts small and grows by about 1.5x when a seed's next round would not fit (padded rows cost
+real time in an O(n^3) factorisation: docs/architecture.md#capacity-growth); a seed waits at a full buffer,
+the host loop grows it and continues from the last completed chunk. Regret is traced only where the problem
+knows its minimum (``f_min``); the objective is called at the T queries and nowhere else (a checkpointed run
+adds three calls for its fingerprint; a benchmark without a stored uniform mean adds its Monte-Carlo estimate).
 """
 from __future__ import annotations
 
 import math
-import time
 from typing import NamedTuple
 
 import jax
@@ -32,16 +30,14 @@ from sketchbo.algorithms.common import present
 from sketchbo.algorithms.subset_bo import VARIANTS, dynamic_buffer_size
 from sketchbo.engine import checkpoint as ckpt
 from sketchbo.engine import host
+from sketchbo.engine.domain import Prepared, RunSpec
 from sketchbo.engine.program import (
-    SeedKeys, chunk_of_rounds, compiled_program, default_seed_axis, over_seeds, padded_into, stacked_keys,
+    SeedKeys, chunk_of_rounds, compiled_program, element_keys, jitted, over_seeds, padded_into, stack_elements,
 )
-from sketchbo.engine.progress import Progress
 from sketchbo.engine.result import RunResult, result
 from sketchbo.engine.rounds import finish_batch, select_batch
-from sketchbo.engine.validate import (
-    check_checkpoint, check_float, check_int, check_run_args, invalid_value, with_defaults,
-)
-from sketchbo.problems.continuous import ContinuousProblem, batch_values, estimate_uniform_mean, value
+from sketchbo.engine.validate import check_float, check_int, invalid_value, with_defaults
+from sketchbo.problems.continuous import ContinuousProblem, batch_values, estimate_uniform_mean, to_box, value
 
 
 class BOTraces(NamedTuple):
@@ -75,7 +71,7 @@ _FLOATS = {
 }
 
 
-# gssbo's subset rules (PROTOCOLS §9, subset.SELECTIONS): projection (appendix greedy on the gradient vectors),
+# gssbo's subset rules (docs/protocols.md#gssbo-subset-rules, subset.SELECTIONS): projection (appendix greedy on the gradient vectors),
 # pivoted (greedy pivoted Cholesky on K), cosine (Eq. (1) as written); gradient = cosine's deprecated name
 _SELECTIONS = ("projection", "pivoted", "cosine", "gradient")
 
@@ -178,6 +174,7 @@ def check_feedback(problem: ContinuousProblem, carry, seeds) -> None:
 def make_round(alg, problem: ContinuousProblem, static: BOStatic):
     """(round_, active) for one seed on a box: each query is evaluated as it is selected."""
     T, n0, cap = static.T, static.n0, static.cap
+    f_min = 0.0 if problem.f_min is None else problem.f_min  # regret traced only where the minimum is known
     merged = VARIANTS[static.variant][2]  # mini-META: every evaluation of a batch in one row
 
     def record(acc, t, x, info):
@@ -185,7 +182,7 @@ def make_round(alg, problem: ContinuousProblem, static: BOStatic):
         fx = value(problem, x)
         tr = tr._replace(
             x=tr.x.at[t].set(x), reward=tr.reward.at[t].set(-fx + xi * noise[t]),
-            regret=tr.regret.at[t].set(fx - problem.f_min), batch_index=tr.batch_index.at[t].set(tr.rounds),
+            regret=tr.regret.at[t].set(fx - f_min), batch_index=tr.batch_index.at[t].set(tr.rounds),
             dict_size=tr.dict_size.at[t].set(present(info.dict_size, 0)),
             ucb=tr.ucb.at[t].set(tr.planned_ucb))  # NaN in the design: no model planned it
         return tr, noise, xi
@@ -212,13 +209,16 @@ def make_round(alg, problem: ContinuousProblem, static: BOStatic):
     return round_, active
 
 
-def make_program(alg, problem: ContinuousProblem, static: BOStatic, seed_axis: str, rounds_per_call: int):
-    """(init_fn, chunk_fn) jitted over stacked seeds: keys and params carry one leading entry per seed."""
+def make_program(alg, problem: ContinuousProblem, static: BOStatic, seed_axis: str, rounds_per_call: int,
+                 n_devices: int = 1):
+    """(init_fn, chunk_fn) jitted over stacked elements (``engine.program.jitted``): ``init_fn(keys, (params,
+    xi), ())``, ``chunk_fn(keys, carry, noise, (params, xi), ())``."""
     T = static.T
     round_, active = make_round(alg, problem, static)
     chunk_one = chunk_of_rounds(round_, active, rounds_per_call)
 
-    def init_one(keys: SeedKeys, params, xi):
+    def init_one(keys: SeedKeys, element):
+        params, _ = element
         dt = params.beta_c.dtype
         state = alg.init(keys.init, BoxSet(jnp.zeros((static.d,), dt), jnp.ones((static.d,), dt)), params)
         noise = jax.random.normal(keys.noise, (T,), dtype=dt)
@@ -228,139 +228,128 @@ def make_program(alg, problem: ContinuousProblem, static: BOStatic, seed_axis: s
                       planned_ucb=jnp.full((), jnp.nan, dt), rounds=jnp.zeros((), jnp.int32))
         return (state, tr), noise
 
-    def chunk_all(keys, carry, noise, params, xi):
-        return over_seeds(lambda k, c, n, p, x: chunk_one(c, k, n, p, x), seed_axis)(keys, carry, noise, params, xi)
+    def init_all(keys, elements, shared):
+        return over_seeds(init_one, seed_axis)(keys, elements)
 
-    return jax.jit(over_seeds(init_one, seed_axis)), jax.jit(chunk_all)
+    def chunk_all(keys, carry, noise, elements, shared):
+        return over_seeds(lambda k, c, n, e: chunk_one(c, k, n, e[0], e[1]), seed_axis)(keys, carry, noise, elements)
+
+    return jitted(init_all, chunk_all, n_devices)
 
 
 # ------------------------------------------------------------------------------------- the domain
 
-class _Setup(NamedTuple):
-    """A validated continuous run."""
-
-    algorithm: str
-    problem: ContinuousProblem
-    T: int
-    seeds: list
-    hyper: dict
-    dtype: str
-    seed_axis: str
-    rounds_per_call: int
-    first_cap: int
+GRID_KEYS = ("beta_c", "sigma_d2", "C", "lr_fit", "lr_acq", "local_scale", "kappa")  # BOParams: grid axes
 
 
-def _static(s: _Setup, cap: int) -> BOStatic:
-    h = s.hyper
+def check_space(algorithm: str, problem) -> ContinuousProblem:
+    """The benchmark of a box-domain run (ValueError when it is not one)."""
+    if not isinstance(problem, ContinuousProblem):
+        raise ValueError(f"algorithm {algorithm!r} optimises over a box: pass a box problem (sketchbo.make_problem: "
+                         "eggholder2, hartmann6, levy20, powell50, rastrigin100, diabetes; or sketchbo.box_problem("
+                         f"space, fn) for your own function); got a {type(problem).__name__}")
+    return problem
+
+
+def static_config(algorithm: str, hyper: dict, d: int, T: int, cap: int) -> BOStatic:
+    """The static config of a box algorithm with a sample buffer of ``cap`` rows."""
+    h = hyper
     acq = acquisition.AcqStatic(h["n_uniform"], h["n_local"], h["n_starts"], h["acq_steps"])
-    return BOStatic(variant=s.algorithm, d=s.problem.d, T=s.T, cap=cap, n0=h["n0"], M=model_rows(s.algorithm, h, s.T),
+    return BOStatic(variant=algorithm, d=d, T=T, cap=cap, n0=h["n0"], M=model_rows(algorithm, h, T),
                     fit_steps=h["fit_steps"], acq=acq, selection=h.get("selection", "pivoted"),
                     keep_best=h.get("keep_best", False), hidden=tuple(h.get("hidden", ())),
                     features=h.get("features", 0), ensemble=h.get("ensemble", 0))
 
 
-def _element_args(s: _Setup):
-    """(keys, params, xi) stacked over the seeds."""
-    jdt = jnp.float64 if s.dtype == "float64" else jnp.float32
+def point_params(hyper: dict, jdt) -> BOParams:
+    """The float hyperparameters of one grid point as 0-d arrays."""
+    def scalar(key, default=0.0):
+        return jnp.asarray(hyper.get(key, default), jdt)
 
-    def per_seed(v):
-        return jnp.full((len(s.seeds),), v, jdt)
-
-    h = s.hyper
-    params = BOParams(beta_c=per_seed(h.get("beta_c", 0.0)), sigma_d2=per_seed(h.get("sigma_d2", 0.0)),
-                      C=per_seed(h.get("C", 1.0)), lr_fit=per_seed(h["lr_fit"]), lr_acq=per_seed(h["lr_acq"]),
-                      local_scale=per_seed(h["local_scale"]), kappa=per_seed(h.get("kappa", 0.0)))
-    return stacked_keys(s.seeds), params, per_seed(s.problem.noise_std)
+    return BOParams(beta_c=scalar("beta_c"), sigma_d2=scalar("sigma_d2"), C=scalar("C", 1.0), lr_fit=scalar("lr_fit"),
+                    lr_acq=scalar("lr_acq"), local_scale=scalar("local_scale"), kappa=scalar("kappa"))
 
 
-def _domain(s: _Setup, args) -> host.Domain:
-    keys, params, xi = args
-    p = s.problem
+def needs_room(state, n0: int):
+    """Rows the next round of each seed adds to D before its feedback (n0 for the initial design, else 1)."""
+    return np.where(np.asarray(state.t) == 0, n0, 1)
+
+
+def prepare(spec: RunSpec) -> Prepared:
+    """The run of ``spec`` on a box problem, ready for the host loop (``engine.domain.Prepared``)."""
+    p, T, h0 = spec.problem, spec.T, spec.hypers[0]
+    jdt = jnp.float64 if spec.dtype == "float64" else jnp.float32
+    cap0 = initial_capacity(T, h0["n0"]) if spec.capacity is None else check_int("capacity", spec.capacity, h0["n0"])
+    cap0 = min(cap0, T)
+    rounds_per_call = spec.rounds_per_call or max(1, min(16, T // 50))
+    keys = element_keys(spec.seeds, len(spec.points), spec.n_devices)
+    elements = stack_elements([(point_params(h, jdt), jnp.asarray(p.noise_std, jdt)) for h in spec.hypers
+                               for _ in spec.seeds], spec.n_devices)
 
     def program(capacities):
-        static = _static(s, capacities["cap"])
-        cache_key = ("continuous", s.algorithm, p.name, p.d, p.fn, static, s.seed_axis, s.rounds_per_call,
-                     keys.init.shape, str(params.beta_c.dtype))
-        return compiled_program(cache_key, lambda: make_program(build_bo(BO_ALGORITHMS[s.algorithm], static), p,
-                                                                static, s.seed_axis, s.rounds_per_call),
-                                args, (params, xi))
+        static = static_config(spec.algorithm, h0, p.d, T, capacities["cap"])
+        cache_key = ("box", spec.algorithm, p.name, p.d, p.fn, static, spec.seed_axis, rounds_per_call,
+                     spec.n_devices, keys.init.shape, str(jdt.dtype))
+        return compiled_program(cache_key, lambda: make_program(build_bo(BO_ALGORITHMS[spec.algorithm], static), p,
+                                                                static, spec.seed_axis, rounds_per_call,
+                                                                spec.n_devices),
+                                (keys, elements, ()), (elements, ()))
 
     def next_caps(carry, capacities):
         state = carry[0]
-        t = np.asarray(state.t)
-        need = np.where(t == 0, s.hyper["n0"], 1)
-        if not np.any((t < s.T) & (np.asarray(state.data.n) + need > capacities["cap"])):
+        full = (np.asarray(state.t) < T) & (np.asarray(state.data.n) + needs_room(state, h0["n0"]) > capacities["cap"])
+        if not np.any(full):
             return None, []
-        cap = next_capacity(capacities["cap"], s.T)
+        cap = next_capacity(capacities["cap"], T)
         return {"cap": cap}, [f"sample buffer capacity {capacities['cap']} -> {cap}"]
 
     def grow(carry, template):  # the new rows of D (and, for models on every row, of the subset) are zeros
         return padded_into(carry, jax.tree.map(jnp.zeros_like, template))
 
-    return host.Domain(label=f"{s.algorithm}/{p.name}", T=s.T, program=program, grow=grow,
-                       next_capacities=next_caps, check=lambda carry: check_feedback(p, carry, s.seeds), waits=True)
+    label = f"{spec.algorithm}/{p.name}" + (f" grid of {len(spec.points)}" if len(spec.points) > 1 else "")
+    domain = host.Domain(label=label, T=T, program=program, grow=grow, next_capacities=next_caps,
+                         check=lambda carry: check_feedback(p, carry, spec.seeds), waits=True)
+
+    def identity():
+        problem = {"name": p.name, "d": p.d, "lower": p.lower, "upper": p.upper, "f_min": p.f_min,
+                   "noise_std": p.noise_std, "objective": getattr(p.fn, "__qualname__", type(p.fn).__name__),
+                   "fingerprint": objective_fingerprint(p)}
+        return ckpt.run_identity(spec.algorithm, problem, spec.hypers, T=T, seeds=spec.seeds, dtype=spec.dtype,
+                                 seed_axis=spec.seed_axis, rounds_per_call=rounds_per_call, first_capacity=cap0,
+                                 devices=spec.n_devices)
+
+    def collect(g, carry, noise, driven, wall0):
+        return _collect(spec, g, carry, driven, wall0)
+
+    return Prepared(domain, {"cap": cap0}, (keys, elements, ()), (elements, ()), identity, collect)
 
 
-def _identity(s: _Setup) -> dict:
-    p = s.problem
-    problem = {"name": p.name, "d": p.d, "lower": p.lower, "upper": p.upper, "f_min": p.f_min,
-               "noise_std": p.noise_std, "objective": getattr(p.fn, "__qualname__", type(p.fn).__name__),
-               "fingerprint": objective_fingerprint(p)}
-    return ckpt.run_identity(s.algorithm, problem, s.hyper, T=s.T, seeds=s.seeds, dtype=s.dtype,
-                             seed_axis=s.seed_axis, rounds_per_call=s.rounds_per_call, first_capacity=s.first_cap)
+def _collect(spec: RunSpec, g: int, carry, driven, wall0) -> RunResult:
+    _, tr = carry
+    p = spec.problem
+    x = np.asarray(tr.x)
+    traces = {"query": np.asarray(tr.row), "reward": np.asarray(tr.reward), "batch_index": np.asarray(tr.batch_index),
+              "dict_size": np.asarray(tr.dict_size), "x": x, "ucb": np.asarray(tr.ucb)}
+    gap = None
+    hyper = {**spec.hypers[g], "capacity_final": driven.capacities["cap"],
+             "M_static": model_rows(spec.algorithm, spec.hypers[g], spec.T), "xi": p.noise_std}
+    if p.f_min is not None:  # regret only where the minimum is known
+        mean_f = p.uniform_mean if p.uniform_mean is not None else estimate_uniform_mean(p)
+        traces["instant_regret"] = np.asarray(tr.regret, dtype=np.float64)
+        gap, hyper["uniform_mean"] = mean_f - p.f_min, mean_f
+    best = np.argmax(traces["reward"], axis=1)
+    best_u = x[np.arange(len(best)), best]
+    best_point = np.asarray(to_box(p, jnp.asarray(best_u, jnp.float64)))
+    return result(spec.algorithm, p.name, spec.T, spec.seeds, traces, np.asarray(tr.rounds), gap, driven, wall0,
+                  spec.dtype, hyper, best_point)
 
 
-def _setup(algorithm, problem, T, n_seeds, seed, params, dtype, seed_axis, rounds_per_call, capacity) -> _Setup:
-    if not isinstance(problem, ContinuousProblem):
-        raise ValueError(f"algorithm {algorithm!r} optimises continuous problems (sketchbo.problems: "
-                         f"eggholder2, hartmann6, levy20, powell50, rastrigin100, diabetes); got a "
-                         f"{type(problem).__name__}")
-    T, n_seeds, seed = check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call)
-    hyper = resolve_hyperparameters(algorithm, params, T)
-    cap = initial_capacity(T, hyper["n0"]) if capacity is None else check_int("capacity", capacity, hyper["n0"])
-    if dtype == "float64":
-        jax.config.update("jax_enable_x64", True)  # entry point: float64 on by default (DESIGN §4)
-    seed_axis = default_seed_axis() if seed_axis == "auto" else seed_axis
-    return _Setup(algorithm, problem, T, [seed + i for i in range(n_seeds)], hyper, dtype, seed_axis,
-                  rounds_per_call or max(1, min(16, T // 50)), min(cap, T))
+__all__ = ["BOTraces", "GRID_KEYS", "check_feedback", "check_space", "initial_capacity", "make_program", "make_round",
+           "model_rows", "needs_room", "next_capacity", "objective_fingerprint", "point_params", "prepare",
+           "resolve_hyperparameters", "static_config"]
 
 
-def run(algorithm: str, problem: ContinuousProblem, *, T: int, n_seeds: int = 1, seed: int = 0,
-        params: dict | None = None, dtype: str = "float64", seed_axis: str = "auto", progress: bool = True,
-        rounds_per_call: int | None = None, capacity: int | None = None, checkpoint=None,
-        checkpoint_every: int | None = None) -> RunResult:
-    """Run ``n_seeds`` seeds (``seed``, ``seed + 1``, ...) of a continuous-domain algorithm for T evaluations.
-
-    Everything is validated before compilation (ValueError naming the parameter). ``params``: the
-    algorithm's hyperparameters (``BO_ALGORITHMS[algorithm].defaults``). ``capacity``: the first capacity
-    of the sample buffer (default :func:`initial_capacity`); it grows as needed. The result's traces hold
-    ``x`` (n_seeds, T, d) besides the finite runner's keys (``query`` = the row of D of each query).
-    ``checkpoint`` (a file path) with ``checkpoint_every`` (rounds): save the run's progress there and
-    resume a run of the same identity from it (``sketchbo.engine.checkpoint``); the file is left in place.
-    """
-    wall0 = time.perf_counter()
-    s = _setup(algorithm, problem, T, n_seeds, seed, params, dtype, seed_axis, rounds_per_call, capacity)
-    ckpt_path, ckpt_every = check_checkpoint(checkpoint, checkpoint_every)
-    args = _element_args(s)
-    checkpointing = None if ckpt_path is None else host.Checkpointing(ckpt_path, ckpt_every, _identity(s))
-    domain = _domain(s, args)
-    driven = host.drive(domain, {"cap": s.first_cap}, args, args[1:], Progress(progress, domain.label, s.T),
-                        checkpointing)
-    return _collect(s, driven, wall0)
-
-
-def _collect(s: _Setup, driven, wall0) -> RunResult:
-    _, tr = driven.carry
-    p = s.problem
-    mean_f = p.uniform_mean if p.uniform_mean is not None else estimate_uniform_mean(p)
-    traces = {"query": np.asarray(tr.row), "reward": np.asarray(tr.reward),
-              "instant_regret": np.asarray(tr.regret, dtype=np.float64), "batch_index": np.asarray(tr.batch_index),
-              "dict_size": np.asarray(tr.dict_size), "x": np.asarray(tr.x), "ucb": np.asarray(tr.ucb)}
-    hyper = {**s.hyper, "capacity_final": driven.capacities["cap"], "M_static": model_rows(s.algorithm, s.hyper, s.T),
-             "xi": p.noise_std, "uniform_mean": mean_f}
-    return result(s.algorithm, p.name, s.T, s.seeds, traces, np.asarray(tr.rounds), mean_f - p.f_min, driven, wall0,
-                  s.dtype, hyper)
-
-
-__all__ = ["BOTraces", "check_feedback", "initial_capacity", "make_program", "make_round", "model_rows",
-           "next_capacity", "objective_fingerprint", "resolve_hyperparameters", "run"]
+def resolve(algorithm: str, params: dict | None, T: int, problem: ContinuousProblem) -> dict:
+    """:func:`resolve_hyperparameters` (the engine's one signature; a box problem suggests nothing)."""
+    del problem
+    return resolve_hyperparameters(algorithm, params, T)

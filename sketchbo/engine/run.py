@@ -1,0 +1,184 @@
+"""``run`` and ``run_grid``: every algorithm of the registry, on either domain, through one engine
+(docs/architecture.md#the-engine).
+
+A run is validated whole (ValueError naming the parameter) before anything is compiled; the algorithm's
+domain (``sketchbo.domains``: a finite candidate set or a box) prepares its program; the host loop
+(``engine.host``) drives the chunks of rounds, progress, checkpoints and capacity growth. Seeds and the
+points of a hyperparameter grid are the elements of one compiled program: seed i uses
+``jax.random.key(seed + i)`` at every grid point, and every random draw is keyed by the step or round at
+which it happens, never by how many elements run beside it, so each element's trajectory is that of a
+single-seed run (vmapped or mapped, sharded over devices or not).
+"""
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+
+import jax
+
+from sketchbo.algorithms import REGISTRY
+from sketchbo.certificates import collapse_warning
+from sketchbo.domains import DOMAINS
+from sketchbo.engine import host
+from sketchbo.engine.domain import RunSpec
+from sketchbo.engine.program import default_seed_axis
+from sketchbo.engine.progress import Progress
+from sketchbo.engine.result import RunResult
+from sketchbo.engine.validate import check_checkpoint, check_devices, check_run_args, invalid_value
+
+GRID_KEYS = tuple(dict.fromkeys(k for dom in DOMAINS.values() for k in dom.GRID_KEYS))  # float grid axes
+
+
+def enable_x64() -> None:
+    """Turn on JAX's 64-bit mode (the entry points' duty: float64 is the default dtype, and a float32 run keeps
+    its float64 pieces, e.g. the Nyström factor's m x m algebra, whatever ran before it in the process)."""
+    jax.config.update("jax_enable_x64", True)
+
+
+def check_algorithm(algorithm):
+    """The registry entry of ``algorithm`` (ValueError listing the names when it is unknown)."""
+    if not isinstance(algorithm, str) or algorithm not in REGISTRY:
+        raise ValueError(f"algorithm={algorithm!r} is not a known algorithm; choose one of {sorted(REGISTRY)}")
+    return REGISTRY[algorithm]
+
+
+def grid_points(algorithm: str, grid: dict | None) -> list[dict]:
+    """The Cartesian product of ``grid`` ({name: [values]}), validated; [{}] without a grid.
+
+    Args:
+        algorithm: a registry name.
+        grid: float hyperparameters of the algorithm (:data:`GRID_KEYS` it has) to lists of values.
+
+    Returns:
+        The grid points ``[{name: value}, ...]`` in the order of the Cartesian product.
+    """
+    grid = {k: v for k, v in (grid or {}).items() if v is not None}
+    spec = REGISTRY.get(algorithm)
+    defaults = spec.defaults if spec is not None else {}
+    axes = DOMAINS[spec.domain].GRID_KEYS if spec is not None else GRID_KEYS
+    for key, values in grid.items():
+        if key not in axes or key not in defaults:
+            allowed = [k for k in axes if k in defaults]
+            raise ValueError(f"grid.{key} is not a grid axis of {algorithm!r}; allowed: {allowed}")
+        if (isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or len(values) == 0
+                or any(v is None for v in values)):
+            raise ValueError(f"grid.{key}={values!r} is invalid; it must be a non-empty list of numbers")
+    return [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
+
+
+def check_run(algorithm, problem, *, T, grid=None, n_seeds=1, seed=0, params=None, kernel=None, dtype="float64",
+              seed_axis="auto", rounds_per_call=None, devices=None, capacity=None) -> RunSpec:
+    """Every argument of a run validated (ValueError naming the parameter), nothing compiled.
+
+    Returns:
+        The :class:`RunSpec` that the algorithm's domain prepares.
+    """
+    spec = check_algorithm(algorithm)
+    dom = DOMAINS[spec.domain]
+    T, n_seeds, seed = check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call)
+    problem = dom.check_space(algorithm, problem)
+    points = grid_points(algorithm, grid)
+    hypers = [dom.resolve(algorithm, {**(params or {}), **pt}, T, problem) for pt in points]
+    n_dev = check_devices(devices)
+    if spec.domain == "box" and kernel is not None:
+        raise invalid_value("kernel", kernel, f"{algorithm!r} fits its own Matérn-5/2 kernel; leave kernel at None")
+    if spec.domain == "arms" and capacity is not None:
+        raise invalid_value("capacity", capacity, f"{algorithm!r} runs on a finite arm set, whose capacities are "
+                            "the hyperparameters m_max / u_max; leave capacity at None")
+    seed_axis = default_seed_axis() if seed_axis == "auto" else seed_axis
+    return RunSpec(algorithm, problem, T, [seed + i for i in range(n_seeds)], points, hypers, dtype, seed_axis,
+                   rounds_per_call, n_dev, kernel, capacity)
+
+
+def run_grid(algorithm: str, problem, *, T: int, grid: dict | None = None, n_seeds: int = 1, seed: int = 0,
+             params: dict | None = None, kernel: dict | None = None, dtype: str = "float64", seed_axis: str = "auto",
+             progress: bool = True, rounds_per_call: int | None = None, devices: int | None = None,
+             capacity: int | None = None, checkpoint=None, checkpoint_every: int | None = None
+             ) -> list[tuple[dict, RunResult]]:
+    """Run an algorithm at every point of a grid of float hyperparameters × ``n_seeds`` seeds, in one program.
+
+    The grid points and the seeds are the elements of one compiled program (the float hyperparameters are
+    arguments, not constants), so a grid costs one compilation, and each point's result equals :func:`run`
+    with those values.
+
+    Args:
+        algorithm: a name of ``sketchbo.ALGORITHMS`` (finite arm sets or boxes).
+        problem: a benchmark of the algorithm's domain: a finite ``Problem`` or a box problem
+            (``sketchbo.make_problem``, ``sketchbo.box_problem``).
+        T: evaluations per seed.
+        grid: names of :data:`GRID_KEYS` the algorithm has, to lists of values, e.g.
+            ``{"qbar": [1, 2, 5], "C": [1.5, 2]}``; None: one point.
+        n_seeds: seeds ``seed``, ``seed + 1``, ... at every point.
+        seed: the first seed.
+        params: the algorithm's other hyperparameters (``ALGORITHMS[algorithm].defaults``).
+        kernel: finite domains: a kernel overriding the problem's, e.g. ``{"name": "rbf", "sigma2": 5.0}``.
+        dtype: ``"float64"`` (default) or ``"float32"``.
+        seed_axis: ``"vmap"``, ``"map"`` (a sequential map over elements) or ``"auto"`` (map on the CPU,
+            vmap on accelerators): the same trajectories either way.
+        progress: print a progress bar (a terminal) or lines (a log) on stderr.
+        rounds_per_call: rounds per compiled chunk (None: the domain's default).
+        devices: local devices that share the elements (None: all of the default backend); the element
+            count is padded to a multiple of it.
+        capacity: box domains: the first sample-buffer capacity (None: the default; it grows as needed).
+        checkpoint: a file path; with ``checkpoint_every`` (rounds) the run's progress is saved there and a
+            run of the same identity resumes from it. The file is left in place.
+        checkpoint_every: rounds between two checkpoint writes.
+
+    Returns:
+        ``[(point, RunResult), ...]`` in the order of the Cartesian product; ``wall_time_s``,
+        ``compile_time_s`` and ``round_time_s`` of every result are those of the whole program.
+    """
+    wall0 = time.perf_counter()
+    spec = check_run(algorithm, problem, T=T, grid=grid, n_seeds=n_seeds, seed=seed, params=params, kernel=kernel,
+                     dtype=dtype, seed_axis=seed_axis, rounds_per_call=rounds_per_call, devices=devices,
+                     capacity=capacity)
+    ckpt_path, ckpt_every = check_checkpoint(checkpoint, checkpoint_every)
+    for warning in sorted({collapse_warning(h["qbar"]) for h in spec.hypers if "qbar" in h} - {None}):
+        print(f"[{algorithm}] {warning}", file=sys.stderr, flush=True)
+    enable_x64()
+    prepared = DOMAINS[REGISTRY[algorithm].domain].prepare(spec)
+    checkpointing = None if ckpt_path is None else host.Checkpointing(ckpt_path, ckpt_every, prepared.identity())
+    domain = prepared.domain
+    driven = host.drive(domain, prepared.capacities, prepared.init_args, prepared.chunk_args,
+                        Progress(progress, domain.label, spec.T), checkpointing)
+    n = len(spec.seeds)
+    out = []
+    for g, point in enumerate(spec.points):
+        carry, noise = jax.tree.map(lambda x: x[g * n:(g + 1) * n], (driven.carry, driven.noise))
+        out.append((point, prepared.collect(g, carry, noise, driven, wall0)))
+    return out
+
+
+def run(algorithm: str, problem, *, T: int, n_seeds: int = 1, seed: int = 0, params: dict | None = None,
+        kernel: dict | None = None, dtype: str = "float64", seed_axis: str = "auto", progress: bool = True,
+        rounds_per_call: int | None = None, devices: int | None = None, capacity: int | None = None,
+        checkpoint=None, checkpoint_every: int | None = None) -> RunResult:
+    """Run ``n_seeds`` seeds (``seed``, ``seed + 1``, ...) of an algorithm for T evaluations on a benchmark.
+
+    Args:
+        algorithm: a name of ``sketchbo.ALGORITHMS``.
+        problem: a benchmark of the algorithm's domain (see :func:`run_grid`).
+        T: evaluations per seed.
+        n_seeds: how many seeds run in the one program.
+        seed: the first seed.
+        params: the algorithm's hyperparameters (``ALGORITHMS[algorithm].defaults``).
+        kernel: finite domains: a kernel overriding the problem's.
+        dtype: ``"float64"`` or ``"float32"``.
+        seed_axis: ``"vmap"``, ``"map"`` or ``"auto"``.
+        progress: progress output on stderr.
+        rounds_per_call: rounds per compiled chunk (None: the domain's default).
+        devices: local devices that share the seeds (None: all).
+        capacity: box domains: the first sample-buffer capacity.
+        checkpoint: a file path to save progress to and resume from (with ``checkpoint_every``).
+        checkpoint_every: rounds between two checkpoint writes.
+
+    Returns:
+        The :class:`~sketchbo.engine.result.RunResult` of the seeds.
+    """
+    return run_grid(algorithm, problem, T=T, n_seeds=n_seeds, seed=seed, params=params, kernel=kernel, dtype=dtype,
+                    seed_axis=seed_axis, progress=progress, rounds_per_call=rounds_per_call, devices=devices,
+                    capacity=capacity, checkpoint=checkpoint, checkpoint_every=checkpoint_every)[0][1]
+
+
+__all__ = ["GRID_KEYS", "check_algorithm", "check_run", "enable_x64", "grid_points", "run", "run_grid"]

@@ -295,7 +295,7 @@ def test_continuous_checkpoint_of_another_run_is_ignored(tmp_path, monkeypatch, 
     other = {**kw, "params": {**kw["params"], "beta_c": 0.5}}
     res = sb.run("rssbo", HARTMANN, n_seeds=2, checkpoint=path, checkpoint_every=100, **other)
     err = capfd.readouterr().err
-    assert "it belongs to a different run (differs in hyperparameters.beta_c)" in err and "resuming" not in err
+    assert "it belongs to a different run (differs in hyperparameters[0].beta_c)" in err and "resuming" not in err
     assert_same_bo_run(res, sb.run("rssbo", HARTMANN, n_seeds=2, **other))
     # the same name with another objective is another run (the fingerprint of f)
     path.write_bytes(stale)

@@ -206,7 +206,8 @@ out["grid"] = all(np.array_equal(a.traces["query"], b.traces["query"]) for (_, a
 h, bo = make_problem("hartmann6"), {"n0": 5, "n_uniform": 64, "n_local": 16, "fit_steps": 3, "acq_steps": 3}
 box4 = run("std_gp_ucb", h, T=10, n_seeds=3, progress=False, params=bo)  # a box algorithm sharded the same way
 box1 = run("std_gp_ucb", h, T=10, n_seeds=3, progress=False, params=bo, devices=1)
-out["box"] = bool(np.array_equal(box4.traces["x"], box1.traces["x"]))
+# boxes: the same to rounding (3e-15 measured; the per-device programs fuse their fits differently)
+out["box"] = bool(np.allclose(box4.traces["x"], box1.traces["x"], rtol=0, atol=1e-9))
 print(json.dumps(out))
 """
 

@@ -1,4 +1,5 @@
-"""The bounded in-batch step (``common.bounded_argmax``) selects what the one-at-a-time lazy rule selected.
+"""The bounded in-batch step (``common.lazy_argmax_round`` / ``bounded_argmax``) selects what the
+one-at-a-time lazy rule selected.
 
 The reference below is the library's previous in-batch step (kept here only as a test oracle): refresh the
 argmax of the stale table until it is exact, one arm per while-loop iteration.
@@ -33,11 +34,14 @@ def reference_lazy_argmax(tab: UCBTable, fresh, refresh):
     return jax.lax.while_loop(cond, body, (tab, fresh, table_argmax(tab), jnp.zeros((), jnp.int32)))
 
 
-def reference_step(tab, fresh, refresh_many, k=common.REFRESH_K):
-    """``bounded_argmax``'s signature on the reference rule; its loop iterations are its refreshes."""
-    del k
-    tab, fresh, i, n = reference_lazy_argmax(tab, fresh, lambda j: refresh_many(j[None])[0])
-    return tab, fresh, i, n, n
+def reference_round(tab, fresh, refresh_many, A, fallback, *rest):
+    """``lazy_argmax_round``'s signature on the reference rule: each in-batch loop iteration refreshes the
+    table's argmax alone (when stale), so a step takes one iteration per refresh."""
+    del fallback, rest
+    i = table_argmax(tab)
+    stale = ~fresh[i]
+    value = jnp.where(stale, refresh_many(jnp.minimum(i, A - 1)[None])[0], tab.values.reshape(-1)[i])
+    return table_set(tab, i, value), fresh.at[i].set(True), stale.astype(jnp.int32)
 
 
 # ------------------------------------------------------------------------------- random stale tables
@@ -117,7 +121,7 @@ def runs_with_both_rules(monkeypatch, algorithm, problem, T, n_seeds, params):
     """(run with bounded_argmax, run with the reference rule); the reference compiles its own program."""
     new = run(algorithm, problem, T=T, n_seeds=n_seeds, progress=False, params=params)
     with monkeypatch.context() as mp:
-        mp.setattr(sparse_ucb, "bounded_argmax", reference_step)
+        mp.setattr(sparse_ucb, "lazy_argmax_round", reference_round)
         mp.setattr(program, "_PROGRAMS", {})  # the engine's cache of compiled programs holds the new rule
         ref = run(algorithm, problem, T=T, n_seeds=n_seeds, progress=False, params=params)
     return new, ref
@@ -137,7 +141,7 @@ def test_selections_identical_to_the_lazy_rule_on_registry_problems(monkeypatch,
     new, ref = runs_with_both_rules(monkeypatch, algorithm, prob, T, 2, {"F": 1.0} if problem != "abalone" else None)
     np.testing.assert_array_equal(new.traces["query"], ref.traces["query"])
     np.testing.assert_array_equal(new.traces["batch_index"], ref.traces["batch_index"])
-    # the reference's loop runs once per refresh; the bounded step's fallback loop at most as often
+    # the reference's loop runs once per refresh; the bounded step's fallback rounds at most as often
     assert np.all(new.traces["loop_iterations"] <= ref.traces["loop_iterations"])
 
 

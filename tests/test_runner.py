@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from sketchbo.domains import finite
+from sketchbo.domains import finite, finite_program
 from sketchbo.engine import program
 from sketchbo.problems import make_problem
 from sketchbo import run
@@ -140,7 +140,7 @@ def test_batches_longer_than_the_round_buffer_are_recorded_in_parts(monkeypatch)
     kw = dict(T=57, n_seeds=3, progress=False, params={"C": 4.0, "F": 1.0, "lam": 0.2})
     ref = {axis: run("bbkb", SMALL, seed_axis=axis, **kw) for axis in ("map", "vmap")}
     assert ref["map"].max_batch_size.max() > 2
-    monkeypatch.setattr(finite, "ROUND_BUFFER", 2)
+    monkeypatch.setattr(finite_program, "ROUND_BUFFER", 2)
     monkeypatch.setattr(program, "_PROGRAMS", {})
     for axis in ("map", "vmap"):
         res = run("bbkb", SMALL, seed_axis=axis, **kw)

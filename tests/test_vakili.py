@@ -191,20 +191,16 @@ def _sbpe_trials(n_trials, A=60, T=60, lam=0.01, C_k=3.0, seed=4):
     alg = build(ALGORITHMS["sbpe"], Static(A=A, d=2, T=T, m_max=32, u_max=32, kernel="rbf", beta_family="bbkb",
                                             beta_mode="paper", resample="paper", batch_rule="schedule"))
     params = Params(*(jnp.asarray(v) for v in (lam, 0.5, 1.0, C_k, 0.1, math.sqrt(lam), 0.0)), kernel=kp)
-    round_, _ = finite.make_round(alg, T)
     n_rounds = len(batch_lengths(T))
+    chunk = finite.make_chunk(alg, T, segments=n_rounds)  # one segment per batch: every batch is <= T <= 256 steps
 
     def one(key):
         k_f, k_run = jax.random.split(key)
         f, _ = coverage.rkhs_function(k_f, arms, kp, 6, C_k)
         keys = SeedKeys(*jax.random.split(k_run, 4))
-        tr = finite.Traces(query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
-                           dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32),
-                           overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32),
-                           loop_iterations=jnp.zeros((T,), jnp.int32))
-        carry = (alg.init(keys.init, ArmSet(arms), params), tr)
+        carry = (alg.init(keys.init, ArmSet(arms), params), finite.empty_traces(T))
         noise = jax.random.normal(keys.noise, (T,), dtype=arms.dtype)
-        state, tr = jax.lax.fori_loop(0, n_rounds, lambda _, c: round_(c, keys, noise, params, f, params.xi, None), carry)
+        state, tr = chunk(carry, keys, noise, params, f, params.xi, None)
         return f, state.active, tr
 
     keys = jax.random.split(jax.random.key(seed), n_trials)

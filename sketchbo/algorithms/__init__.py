@@ -59,7 +59,7 @@ class AlgorithmSpec(NamedTuple):
 # u_max: initial capacity of the list of unique pulled arms (exact GP: its posterior's size), grown on overflow
 _UCB = {"lam": None, "F": None, "delta": None, "beta": "code", "u_max": 128}
 # dictionary: "resampled" (the papers) or "all_pulled" (S_t = X_t: BKB -> GP-UCB, BBKB -> sum-rule GP-BUCB)
-# m_max: initial dictionary capacity (grown on overflow); None = domains.finite.default_m_max: 64 on the CPU from 10^4
+# m_max: initial dictionary capacity (grown on overflow); None = domains.finite.default_m_max: 96 on the CPU from 10^4
 # arms, else 128
 _SPARSE = {**_UCB, "qbar": 2.0, "m_max": None, "u_max": 256, "resample": "code", "dictionary": "resampled"}
 

@@ -66,7 +66,10 @@ class StepInfo(NamedTuple):
 
     dict_size: jax.Array | None = None  # () int32 rows of the model the choice used (dictionary, posterior, subset)
     n_refresh: jax.Array | None = None  # () int32 stale UCBs recomputed exactly (lazy UCB engines)
-    loop_iterations: jax.Array | None = None  # () int32 while-loop iterations of the choice (issue 15)
+    loop_iterations: jax.Array | None = None  # () int32 fallback iterations spent on the choice before it committed
+    # () bool: the call chose a query. False: it only refreshed bounds, and the in-batch loop calls ``select``
+    # again for the same step (one loop level per step, ``engine.rounds.select_batch``); None: always True
+    committed: jax.Array | None = None
 
 
 class RoundInfo(NamedTuple):
@@ -233,7 +236,7 @@ def block_size(A: int) -> int:
     return max(1, int(round(A ** 0.5)))
 
 
-REFRESH_K = 8  # arms refreshed together by the first round of the in-batch step (bounded_argmax)
+REFRESH_K = 8  # arms refreshed together by the first round of the in-batch step (lazy_argmax_round)
 # Each further round (the fallback, rare on most problems: Cadata 0.001 rounds per step) refreshes the
 # REFRESH_PER_BLOCK largest stale entries of each of the REFRESH_BLOCKS blocks with the largest maxima (128
 # arms). Where many stale bounds tie above the best exact UCB (FCNet's duplicated configurations, early
@@ -280,7 +283,7 @@ def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, k: int, per_block
     (``per_block=None``, the first round), or the ``per_block`` largest stale entries of each (the fallback
     rounds: no top-k over k * B entries, which XLA sorts); and always the table's argmax when it is stale (so
     that every round makes progress, whatever the ties and -inf entries). Which stale arms are refreshed
-    changes the work, not the selection (:func:`bounded_argmax` stops at the first exact maximiser whatever
+    changes the work, not the selection (the step is decided at the first exact maximiser whatever
     was refreshed). Returns ``(tab, fresh, n_refreshed)``.
     """
     nb, B = tab.values.shape
@@ -305,34 +308,58 @@ def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, k: int, per_block
     return UCBTable(values, block_max), fresh.at[idx].set(True), jnp.sum(valid).astype(jnp.int32)
 
 
+SEED_AXIS = "seeds"  # the vmap axis name of the seeds (``engine.program.over_seeds``)
+
+
+def any_seed(flag):
+    """True where ``flag`` holds for any seed of the program: reduced over the vmapped seed axis
+    (:data:`SEED_AXIS`), so that a ``lax.cond`` on it stays a branch under ``vmap`` instead of becoming a
+    select that computes both sides for every seed; ``flag`` itself where no seed axis is bound (one seed,
+    ``seed_axis='map'``, ask/tell)."""
+    try:
+        return jax.lax.psum(jnp.asarray(flag, jnp.int32), SEED_AXIS) > 0
+    except NameError:  # no vmapped seed axis around this call
+        return jnp.asarray(flag)
+
+
+def lazy_argmax_round(tab: UCBTable, fresh, refresh_many, A: int, fallback, k: int = REFRESH_K,
+                      more_blocks: int = REFRESH_BLOCKS, per_block: int = REFRESH_PER_BLOCK):
+    """One round of the bounded lazy argmax (docs/architecture.md#cost-model; BBKB Alg. 1, L7–8).
+
+    ``tab`` holds upper bounds of UCBs that only decrease in a batch (values computed earlier in the batch);
+    ``fresh`` (n_blocks * B,) marks the exact ones (padding counts as exact); ``refresh_many(idx)`` returns
+    the exact UCBs of the arms ``idx``. The first round of a step refreshes the k largest stale bounds
+    together (k m^2 work in one batched product); a ``fallback`` round (the step's argmax was still stale
+    after the first) refreshes the ``per_block`` largest stale entries of each of the ``more_blocks`` blocks
+    with the largest maxima. After either, the table's argmax (first index among its maxima) is the answer if
+    it is exact: every stale entry bounds its arm's current UCB from above, so that arm is the first
+    maximiser of the exact UCBs — the selection of the one-at-a-time lazy rule, ties included. ``fallback``
+    is one flag for the seeds of a vmapped program (:func:`any_seed`): the branch not taken costs nothing.
+    Returns ``(tab, fresh, n_refreshed)``; the step is decided iff ``fresh[table_argmax(tab)]``.
+    """
+    return jax.lax.cond(fallback, lambda: _refresh_round(tab, fresh, refresh_many, A, more_blocks, per_block),
+                        lambda: _refresh_round(tab, fresh, refresh_many, A, k))
+
+
+def padded_fresh(fresh, tab: UCBTable):
+    """(n_blocks * B,) exact marks of a table from (A,) marks of its arms (padding entries are exact)."""
+    return jnp.ones((tab.values.size,), bool).at[:fresh.shape[0]].set(fresh)
+
+
 def bounded_argmax(tab: UCBTable, fresh, refresh_many, k: int = REFRESH_K, more_blocks: int = REFRESH_BLOCKS,
                    per_block: int = REFRESH_PER_BLOCK):
-    """Exact argmax of UCBs that only decrease in a batch, in a bounded number of loop iterations
-    (docs/architecture.md#cost-model; BBKB Alg. 1, L7–8).
-
-    ``tab`` holds upper bounds (values computed earlier in the batch); ``fresh`` (A,) marks exact ones;
-    ``refresh_many(idx)`` returns the exact UCBs of the arms ``idx`` (k,). One round refreshes the k largest
-    stale bounds together (k m^2 work in one batched product); the table's argmax (first index among its
-    maxima) is then the answer if it is exact: every stale entry bounds its arm's current UCB from above,
-    so that arm is the first maximiser of the exact UCBs — the selection of the one-at-a-time lazy rule, ties
-    included. Otherwise further rounds follow, of ``per_block`` arms in each of ``more_blocks`` blocks (a
-    while loop that rarely runs: under vmap, and on accelerators where each iteration is a host round trip,
-    the step no longer waits for the seed needing the most refreshes). Returns ``(tab, fresh, i, n_refresh,
-    loop_iterations)``: the refreshed table, the exact marks, the argmax, the number of arms refreshed and
-    the iterations of the fallback loop.
-    """
+    """The exact argmax of a stale table by :func:`lazy_argmax_round` until it is decided, as one call: a
+    first round, then fallback rounds in a while loop. (The in-batch loop of a run does not nest this loop:
+    each of its iterations is one round, ``sparse_ucb.select``.) ``fresh`` (A,) marks exact entries.
+    Returns ``(tab, fresh, i, n_refresh, fallback_iterations)``."""
     A = fresh.shape[0]
-    fr = jnp.ones((tab.values.size,), bool).at[:A].set(fresh)
-    tab, fr, n = _refresh_round(tab, fr, refresh_many, A, k)
-
-    def cond(c):
-        tb, f, _, _ = c
-        return ~f[table_argmax(tb)]
+    tab, fr, n = lazy_argmax_round(tab, padded_fresh(fresh, tab), refresh_many, A, False, k, more_blocks, per_block)
 
     def body(c):
         tb, f, n, it = c
-        tb, f, dn = _refresh_round(tb, f, refresh_many, A, more_blocks, per_block)
+        tb, f, dn = lazy_argmax_round(tb, f, refresh_many, A, True, k, more_blocks, per_block)
         return tb, f, n + dn, it + 1
 
-    tab, fr, n, it = jax.lax.while_loop(cond, body, (tab, fr, n, jnp.zeros((), jnp.int32)))
+    tab, fr, n, it = jax.lax.while_loop(lambda c: ~c[1][table_argmax(c[0])], body,
+                                        (tab, fr, n, jnp.zeros((), jnp.int32)))
     return tab, fr[:A], table_argmax(tab), n, it

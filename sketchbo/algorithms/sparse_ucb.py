@@ -9,8 +9,10 @@ One engine, three batch rules (``batch_rules.py``):
 * ``bbkb_local`` — the per-arm GlobalLocal rule of the public code.
 
 Within a batch the mean, dictionary and width are frozen; variances shrink by rank-one updates of V^{-1}
-(Alg. 1, L7) and the argmax is taken lazily over stale UCBs (L8; :func:`common.bounded_argmax`): O(A/B + B +
-k (m^2 + m d)) per in-batch step for k arms refreshed together, rarely more. At the batch end the feedback is added
+(Alg. 1, L7) and the argmax is taken lazily over stale UCBs (L8; :func:`common.lazy_argmax_round`): O(A/B + B +
+k (m^2 + m d)) per in-batch step for k arms refreshed together. A ``select`` call is one iteration of the
+in-batch loop: it commits the step when the argmax is exact after its refresh round, and otherwise only keeps
+the refreshed bounds (``StepInfo.committed`` False; rare) for the next iteration's fallback round. At the batch end the feedback is added
 (``update``) and the dictionary resampled with the start-of-batch variances (L11–16, ``resparsify``).
 """
 from __future__ import annotations
@@ -22,8 +24,8 @@ import jax.numpy as jnp
 
 from sketchbo.algorithms.batch_rules import BatchRule
 from sketchbo.algorithms.common import (
-    Algorithm, Feedback, Params, RoundInfo, Static, StepInfo, UCBTable, batch_feedback, beta_bbkb, beta_bkb,
-    beta_vakili, block_size, bounded_argmax, ucb_table,
+    Algorithm, Feedback, Params, RoundInfo, Static, StepInfo, UCBTable, any_seed, batch_feedback, beta_bbkb,
+    beta_bkb, beta_vakili, block_size, lazy_argmax_round, table_argmax, ucb_table,
 )
 from sketchbo.gp import nystrom, sparse_bounds
 from sketchbo.kernels import get_kernel
@@ -53,7 +55,8 @@ class SparseUCBState(NamedTuple):
     mean: jax.Array  # (A,) start-of-batch mean mu~_fb
     var_fb: jax.Array  # (A,) start-of-batch variances s~^2_fb (lam-scaled)
     ucb: UCBTable  # UCBs in blocks: exact where ``fresh``, upper bounds elsewhere
-    fresh: jax.Array  # (A,) bool, ucb is exact for the current in-batch posterior
+    fresh: jax.Array  # (n_blocks * B,) bool, ucb is exact for the current in-batch posterior (padding: True)
+    attempt: jax.Array  # () int32 refresh rounds already spent on the current step without deciding it
     beta: jax.Array  # () width of the current batch
     logdet: jax.Array  # () BBKB width accumulator (sum over pulls of log(1 + c s~^2_fb))
     rule_acc: jax.Array  # () or (A,) batch-rule accumulator
@@ -81,11 +84,18 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             dict_idx=jnp.zeros((m_max,), jnp.int32), dict_mask=jnp.zeros((m_max,), bool),
             W=jnp.zeros((m_max, m_max), fdt), Vinv=eye / _as(fdt, params.lam), B=jnp.zeros((m_max, m_max), fdt),
             mean=jnp.zeros((A,), dt), var_fb=kdiag / params.lam, ucb=ucb_table(jnp.zeros((A,), dt), block),
-            fresh=jnp.ones((A,), bool), beta=jnp.zeros((), dt), logdet=jnp.zeros((), dt),
+            fresh=_all_exact(A), attempt=jnp.zeros((), jnp.int32), beta=jnp.zeros((), dt),
+            logdet=jnp.zeros((), dt),
             rule_acc=rule.init(A, dt), batch_open=jnp.asarray(True),
             t=jnp.zeros((), jnp.int32),
             first_arm=jax.random.randint(key, (), 0, A, dtype=jnp.int32),  # Alg. 1, L1: x_1 uniform
         )
+
+    def _all_exact(A):  # (n_blocks * B,) after a new posterior: every UCB exact
+        return jnp.ones((-(-A // block) * block,), bool)
+
+    def _all_stale(A):  # after a pull: every arm's UCB an upper bound (padding stays exact)
+        return jnp.arange(-(-A // block) * block) >= A
 
     def _dict_points(state):
         return state.arms[state.dict_idx]
@@ -103,8 +113,12 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             var = nystrom.embedded_variance(kS(i), state.kdiag[i].astype(fdt), state.W, state.Vinv, lam_f)
             return _finite_or_worst(state.mean[i] + state.beta * jnp.sqrt(var)).astype(dt)
 
-        ucb, fresh, best, n_refresh, loops = bounded_argmax(state.ucb, state.fresh, jax.vmap(refresh))  # L4, L8
+        A = state.arms.shape[0]
+        fallback = any_seed(state.attempt > 0)  # the step's first round left its argmax stale
+        ucb, fresh, n_refresh = lazy_argmax_round(state.ucb, state.fresh, jax.vmap(refresh), A, fallback)  # L4, L8
+        best = table_argmax(ucb)
         first = state.t == 0
+        commit = first | fresh[best]  # the argmax is exact: this iteration decides the step
         q = jnp.where(first, state.first_arm, best).astype(jnp.int32)
 
         def cov_q():
@@ -115,11 +129,12 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
         acc, close = rule.step(state.rule_acc, state.var_fb[q], cov_q, params.C)  # Alg. 1, L5
         Vinv = nystrom.add_to_batch(state.Vinv, state.W, kS(q))  # Alg. 1, L7: s~_t shrinks in-batch
         new = state._replace(
-            ucb=ucb, fresh=jnp.zeros_like(fresh), Vinv=Vinv, rule_acc=acc,
-            batch_open=~(close | first), t=state.t + 1,
+            ucb=ucb, fresh=jnp.where(commit, _all_stale(A), fresh), attempt=jnp.where(commit, 0, state.attempt + 1),
+            Vinv=jnp.where(commit, Vinv, state.Vinv), rule_acc=jnp.where(commit, acc, state.rule_acc),
+            batch_open=jnp.where(commit, ~(close | first), state.batch_open), t=state.t + commit.astype(jnp.int32),
         )
         return q, new, StepInfo(dict_size=jnp.sum(state.dict_mask).astype(jnp.int32), n_refresh=n_refresh,
-                                loop_iterations=loops)
+                                loop_iterations=state.attempt, committed=commit)
 
     def update(state: SparseUCBState, fb: Feedback, params: Params):
         counts, qi, wy, incr = batch_feedback(state.counts, fb, state.var_fb, static.beta_mode)
@@ -150,7 +165,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
         new = state._replace(
             dict_idx=idx, dict_mask=mask, W=post.W, Vinv=post.Vinv, B=post.B, mean=post.mean,
             var_fb=post.var, ucb=ucb_table(_finite_or_worst(post.mean + beta * jnp.sqrt(post.var)), block),
-            fresh=jnp.ones((A,), bool),
+            fresh=_all_exact(A), attempt=jnp.zeros((), jnp.int32),
             beta=beta, rule_acc=rule.init(A, state.var_fb.dtype), batch_open=jnp.asarray(True),
         )
         return new, RoundInfo(

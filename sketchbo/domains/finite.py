@@ -6,7 +6,7 @@ GP-UCB / GP-BUCB, eps-greedy and S-BPE baselines (``sketchbo.algorithms.ALGORITH
 One round = the selections of one batch (``engine.rounds.select_batch``: select until the batch rule closes
 it or t = T), then the feedback of that batch and the new model (``engine.rounds.finish_batch``: ``update``
 then ``resparsify``), for every seed; the engine (``sketchbo.engine.run``) runs the rounds of every seed and
-grid point in one program. What is this domain's own:
+grid point in one program, compiled from ``sketchbo.domains.finite_program``. What is this domain's own:
 
 * feedback ``y = f[q] + xi * noise_t`` (docs/protocols.md#finite-arm-protocol) or, on a problem with recorded
   repetitions (``Problem.samples``: tabular benchmarks), the reward of one recorded repetition of arm q drawn
@@ -19,37 +19,23 @@ grid point in one program. What is this domain's own:
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build, oversampling, rule_name
-from sketchbo.algorithms.common import arm_feedback, present
+from sketchbo.algorithms import ALGORITHMS, Params, Static, build, oversampling, rule_name
+from sketchbo.domains.finite_program import (  # noqa: F401 (re-exported: the domain's round program)
+    ROUND_BUFFER, Traces, empty_traces, feedback, make_chunk, make_program,
+)
 from sketchbo.engine import checkpoint as ckpt
 from sketchbo.engine import host
 from sketchbo.engine.domain import Prepared, RunSpec
-from sketchbo.engine.program import (
-    SeedKeys, chunk_of_rounds, compiled_program, element_keys, jitted, over_seeds, padded_into, stack_elements,
-)
+from sketchbo.engine.program import compiled_program, element_keys, padded_into, stack_elements
 from sketchbo.engine.result import RunResult, result
-from sketchbo.engine.rounds import capacity_request, finish_batch, select_batch
 from sketchbo.engine.validate import check_float, check_int, invalid_value, with_defaults
 from sketchbo.kernels import KERNELS, kernel_params
 from sketchbo.problems.base import Problem, check_problem
-
-
-class Traces(NamedTuple):
-    """Per-seed run buffers carried through the rounds."""
-
-    query: jax.Array  # (T,) int32 arm pulled at each step (-1 before it happens)
-    batch_index: jax.Array  # (T,) int32 round (batch) of each step
-    dict_size: jax.Array  # (T,) int32 dictionary size used by each selection
-    rounds: jax.Array  # () int32 rounds executed
-    overflow: jax.Array  # () bool, a resparsification wanted more than a capacity holds (the seed stops)
-    wanted: jax.Array  # (2,) int32 largest sizes wanted: [dictionary, unique pulled arms]
-    loop_iterations: jax.Array  # (T,) int32 loop iterations of each in-batch step (0 where not reported)
 
 
 # ---------------------------------------------------------------------------------------- validation
@@ -72,13 +58,14 @@ FALLBACK = {"lam": 0.2, "F": 20.0}  # docs/protocols.md#finite-arm-protocol: lam
 # The first dictionary capacity where the user leaves m_max at None (the default): a grown run equals a run
 # started at its final capacity bit for bit (float64), and other capacities differ only by rounding (a GEMM's
 # summation order depends on its size); the time depends on it. Each round costs an A x m_max^2 product
-# (docs/architecture.md#cost-model) and each growth step a compilation (~3 s on the 2-core CPU, ~10 s on an H100). On the CPU with many
-# arms the product is most of a run: BBKB on Cadata (A = 20640, docs/protocols.md#finite-arm-protocol, T = 10^4, dictionary <= 85),
-# float64, 10 seeds execute in 12.4 s from 64 (one growth, to 98) against 22.2 s at 128 (wall 18.8 s against
-# 25.8 s), one seed in 1.4 s against 2.2 s. With few arms it is not: on the quick start's gp_sample (A = 1000,
-# T = 500, dictionary 104) BBKB grew twice from 64 and took 9.4 s against 3.1 s at 128. On accelerators the
-# product is cheap and compilation is not: 128.
-DEFAULT_M_MAX = {"cpu_many_arms": 64, "other": 128}
+# (docs/architecture.md#cost-model) and each growth step a compilation of the whole program. On the CPU with
+# many arms the product is most of the execution, so the capacity sits just above the papers' dictionaries:
+# BBKB on Cadata (A = 20640, T = 10^4, largest dictionary 85 in 10 seeds, 89 in 1000) runs without growth
+# from 96; from 64 it grew once, to 98 (docs/benchmarks.md#first-capacity: 96 against 64 on 2026-11-26,
+# 10 seeds float64 wall 65.4 s against 70.2 s, float32 38.1 against 49.3 s, one seed 15.7 against 20.8 s,
+# a loaded 2-core CPU). With few arms the product is cheap and growth is not (gp_sample, A = 1000, T = 500,
+# dictionary 104: 9.4 s from 64, 3.1 s at 128); on accelerators a compilation costs about 10 s: 128.
+DEFAULT_M_MAX = {"cpu_many_arms": 96, "other": 128}
 MANY_ARMS = 10_000  # A from which the CPU starts at DEFAULT_M_MAX["cpu_many_arms"]
 
 
@@ -158,112 +145,6 @@ def make_static(algorithm: str, hyper: dict, A: int, d: int, T: int, kernel_name
                   beta_family=hyper.get("beta_family", "bbkb"), beta_mode=hyper.get("beta", "code"),
                   resample=hyper.get("resample", "code"), batch_rule=rule_name(spec, hyper),
                   exact_dictionary=hyper.get("dictionary") == "all_pulled")
-
-
-# ------------------------------------------------------------------------------------- the round
-
-def feedback(queries, noise, f, xi, recorded):
-    """Rewards of a batch (``queries`` (T,), -1 padding): f[q] + xi noise_t (docs/protocols.md#finite-arm-protocol), or with
-    ``recorded = (samples (A, S), n_samples (A,))`` one recorded repetition of arm q, drawn uniformly by
-    u_t = Phi(noise_t) (the standard normal draw turned uniform): samples[q, floor(u_t n_q)]."""
-    q = jnp.maximum(queries, 0)
-    if recorded is None:
-        return f[q] + xi * noise
-    samples, n_samples = recorded
-    n = n_samples[q]
-    j = jnp.minimum(jnp.floor(jax.scipy.special.ndtr(noise) * n).astype(jnp.int32), n - 1)
-    return samples[q, j]
-
-
-ROUND_BUFFER = 256  # selections recorded in the round's buffer between two writes into the T-sized traces
-
-
-class StepRecords(NamedTuple):
-    """The selections of (part of) one batch, written into the traces when the in-batch loop stops."""
-
-    query: jax.Array  # (L,) int32 arm of each selection
-    dict_size: jax.Array  # (L,) int32 dictionary size used by each selection
-    loop_iterations: jax.Array  # (L,) int32 loop iterations of each selection
-    n: jax.Array  # () int32 selections recorded
-
-
-def make_round(alg, T: int):
-    """(round_, active) for one seed of a finite problem.
-
-    The in-batch loop records its selections in a buffer of L = min(T, ROUND_BUFFER) steps, written into the
-    (T,) traces after the loop (again if a batch is longer than L): under ``vmap`` a while loop selects every
-    carried array per seed at every iteration, and the traces are T-sized (Cadata, T = 10^4, 1000 seeds:
-    160 MB) where the buffer is L-sized."""
-    L = min(T, ROUND_BUFFER)
-    empty = StepRecords(jnp.zeros((L,), jnp.int32), jnp.zeros((L,), jnp.int32), jnp.zeros((L,), jnp.int32),
-                        jnp.zeros((), jnp.int32))
-
-    def record(buf, t, q, info):
-        del t
-        return StepRecords(buf.query.at[buf.n].set(q), buf.dict_size.at[buf.n].set(present(info.dict_size, 0)),
-                           buf.loop_iterations.at[buf.n].set(present(info.loop_iterations, 0)), buf.n + 1)
-
-    def write(tr, buf, t_start):  # the buffer's n selections at steps t_start, ..., t_start + n - 1
-        pos = jnp.where(jnp.arange(L) < buf.n, t_start + jnp.arange(L), T)  # T: dropped
-
-        def put(a, v):
-            return a.at[pos].set(v, mode="drop")
-
-        return tr._replace(query=put(tr.query, buf.query), batch_index=put(tr.batch_index, tr.rounds),
-                           dict_size=put(tr.dict_size, buf.dict_size),
-                           loop_iterations=put(tr.loop_iterations, buf.loop_iterations))
-
-    def round_(carry, keys: SeedKeys, noise, params, f, xi, recorded):
-        state, tr = carry
-        t0 = state.t
-
-        def part(c):  # up to L selections of the batch, then written into the traces
-            st, tr = c
-            t_start = st.t
-            st, buf = select_batch(alg, keys.select, params, st, empty, record,
-                                   lambda s, b: (s.t < T) & (b.n < L))
-            return st, write(tr, buf, t_start)
-
-        state, tr = jax.lax.while_loop(lambda c: c[0].batch_open & (c[0].t < T), part, (state, tr))
-        pos = jnp.arange(T)
-        queries = jnp.where((pos >= t0) & (pos < state.t), tr.query, -1)
-        ys = feedback(queries, noise, f, xi, recorded)
-        state, info = finish_batch(alg, keys.resparsify, params, state, arm_feedback(queries, ys))
-        overflow, wanted = capacity_request(info)
-        return state, tr._replace(rounds=tr.rounds + 1, overflow=tr.overflow | overflow,
-                                  wanted=jnp.maximum(tr.wanted, wanted))
-
-    def active(carry):  # a seed whose model overflowed stops until the host loop has grown the capacity
-        return (carry[0].t < T) & ~carry[1].overflow
-
-    return round_, active
-
-
-def make_program(alg, T: int, seed_axis: str, rounds_per_call: int, n_devices: int = 1):
-    """(init_fn, chunk_fn) jitted over stacked elements (a seed at a grid point; ``engine.program.jitted``):
-    ``init_fn(keys, params, (arms, f, recorded))``, ``chunk_fn(keys, carry, noise, params, (arms, f,
-    recorded))``; ``params.xi`` is each element's noise level."""
-    round_, active = make_round(alg, T)
-    chunk_one = chunk_of_rounds(round_, active, rounds_per_call)
-
-    def init_one(keys: SeedKeys, params, arms):
-        state = alg.init(keys.init, ArmSet(arms), params)
-        noise = jax.random.normal(keys.noise, (T,), dtype=arms.dtype)
-        tr = Traces(query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
-                    dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32),
-                    overflow=jnp.asarray(False), wanted=jnp.zeros((2,), jnp.int32),
-                    loop_iterations=jnp.zeros((T,), jnp.int32))
-        return (state, tr), noise
-
-    def init_all(keys, params, shared):
-        return over_seeds(lambda k, p: init_one(k, p, shared[0]), seed_axis)(keys, params)
-
-    def chunk_all(keys, carry, noise, params, shared):
-        _, f, recorded = shared
-        return over_seeds(lambda k, c, n, p: chunk_one(c, k, n, p, f, p.xi, recorded), seed_axis)(
-            keys, carry, noise, params)
-
-    return jitted(init_all, chunk_all, n_devices)
 
 
 # ------------------------------------------------------------------------------------ the domain
@@ -371,8 +252,8 @@ def _collect(spec: RunSpec, carry, noise, xi, driven, wall0, hyper) -> RunResult
                   driven, wall0, spec.dtype, hyper, best_point)
 
 
-__all__ = ["CHOICES", "DEFAULT_M_MAX", "FALLBACK", "GRID_KEYS", "MANY_ARMS", "Traces", "check_space", "default_m_max",
-           "feedback", "initial_capacities", "make_program", "make_round", "make_static", "next_capacities", "prepare",
+__all__ = ["ROUND_BUFFER", "CHOICES", "DEFAULT_M_MAX", "FALLBACK", "GRID_KEYS", "MANY_ARMS", "Traces", "check_space", "default_m_max",
+           "empty_traces", "feedback", "initial_capacities", "make_chunk", "make_program", "make_static", "next_capacities", "prepare",
            "resolve_hyperparameters", "resolve_kernel"]
 
 

@@ -20,7 +20,8 @@ import numpy as np
 
 from sketchbo.engine import files
 
-CHECKPOINT_FORMAT = "sketchbo.checkpoint/3"  # tag of the identity stored in every checkpoint (3: box traces hold ucb)
+CHECKPOINT_FORMAT = "sketchbo.checkpoint/4"  # tag of the identity stored in every checkpoint (3: box traces hold ucb;
+# 4: finite traces hold batch_start, the BKB-family state its refresh attempt)
 
 
 def run_identity(algorithm: str, problem: dict, hyperparameters, *, T: int, seeds, dtype: str, seed_axis: str,

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from sketchbo.algorithms.common import SEED_AXIS
 from sketchbo.engine.lapack_overlap import LapackOverlapWarning, overlapping_lapack_calls
 
 
@@ -44,8 +45,8 @@ def default_seed_axis() -> str:
 
 def over_seeds(fn, seed_axis: str):
     """Apply a per-seed function ``fn(per_seed_args...)`` to stacked seeds (vmap or sequential map)."""
-    if seed_axis == "vmap":
-        return jax.vmap(fn)
+    if seed_axis == "vmap":  # named, so that a step can branch on all seeds at once (common.any_seed)
+        return jax.vmap(fn, axis_name=SEED_AXIS)
     return lambda *args: jax.lax.map(lambda a: fn(*a), args)
 
 

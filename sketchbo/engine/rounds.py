@@ -15,12 +15,21 @@ from sketchbo.algorithms.common import Feedback, RoundInfo, present
 def select_batch(alg, key, params, state, acc, record, room):
     """The in-batch loop (BBKB Alg. 1, L3–8): ``select`` until the batch rule closes the batch or
     ``room(state, acc)`` fails; ``record(acc, t, query, info)`` keeps each selection. ``key`` is folded
-    with the step t. Returns ``(state, acc)``. Shared by the rounds of both domains and by ``ask``."""
+    with the step t. Returns ``(state, acc)``. Shared by the rounds of both domains and by ``ask``.
+
+    One loop level per step: an iteration is one ``select`` call, which either decides the step or, where
+    it reports ``StepInfo.committed`` False (the lazy argmax of ``sparse_ucb`` still stale after its refresh
+    round), leaves the step to the next iteration; only decided steps are recorded. No loop is nested in
+    the step, so that on an accelerator, where each while-loop iteration is a host round trip, a step costs
+    one."""
 
     def body(c):
         st, a = c
         q, new, info = alg.select(jax.random.fold_in(key, st.t), st, params)
-        return new, record(a, st.t, q, info)
+        kept = record(a, st.t, q, info)
+        if info.committed is not None:
+            kept = jax.tree.map(lambda r, old: jnp.where(info.committed, r, old), kept, a)
+        return new, kept
 
     return jax.lax.while_loop(lambda c: c[0].batch_open & room(*c), body, (state, acc))
 

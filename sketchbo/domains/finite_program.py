@@ -1,0 +1,173 @@
+"""The compiled round program of the finite domain (``sketchbo.domains.finite``): the traces, the feedback
+rule, and the chunk of segments that the host loop calls (docs/architecture.md#rounds).
+
+Papers: BKB (Calandriello et al., COLT 2019) and Batch-BKB (Calandriello et al., ICML 2020), Alg. 1: a batch
+is selected without feedback (L3–8, ``engine.rounds.select_batch``), then fed back and the model rebuilt
+(L9–16, ``engine.rounds.finish_batch``).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from sketchbo.algorithms import ArmSet
+from sketchbo.algorithms.common import arm_feedback, present
+from sketchbo.engine.program import SeedKeys, jitted, over_seeds
+from sketchbo.engine.rounds import capacity_request, finish_batch, select_batch
+
+
+class Traces(NamedTuple):
+    """Per-seed run buffers carried through the rounds."""
+
+    query: jax.Array  # (T,) int32 arm pulled at each step (-1 before it happens)
+    batch_index: jax.Array  # (T,) int32 round (batch) of each step
+    dict_size: jax.Array  # (T,) int32 dictionary size used by each selection
+    rounds: jax.Array  # () int32 rounds executed
+    overflow: jax.Array  # () bool, a resparsification wanted more than a capacity holds (the seed stops)
+    wanted: jax.Array  # (2,) int32 largest sizes wanted: [dictionary, unique pulled arms]
+    loop_iterations: jax.Array  # (T,) int32 fallback rounds of each in-batch step (0 where not reported)
+    batch_start: jax.Array  # () int32 step at which the open batch began
+
+
+def feedback(queries, noise, f, xi, recorded):
+    """Rewards of a batch (``queries`` (T,), -1 padding): f[q] + xi noise_t (docs/protocols.md#finite-arm-protocol), or with
+    ``recorded = (samples (A, S), n_samples (A,))`` one recorded repetition of arm q, drawn uniformly by
+    u_t = Phi(noise_t) (the standard normal draw turned uniform): samples[q, floor(u_t n_q)]."""
+    q = jnp.maximum(queries, 0)
+    if recorded is None:
+        return f[q] + xi * noise
+    samples, n_samples = recorded
+    n = n_samples[q]
+    j = jnp.minimum(jnp.floor(jax.scipy.special.ndtr(noise) * n).astype(jnp.int32), n - 1)
+    return samples[q, j]
+
+
+ROUND_BUFFER = 256  # most selections of one segment (the in-batch loop's records between two writes into the traces)
+
+
+class StepRecords(NamedTuple):
+    """The selections of one segment (part of one batch), written into the traces after the chunk's loop."""
+
+    query: jax.Array  # (L,) int32 arm of each selection
+    dict_size: jax.Array  # (L,) int32 dictionary size used by each selection
+    loop_iterations: jax.Array  # (L,) int32 fallback rounds of each selection
+    n: jax.Array  # () int32 selections recorded
+
+
+class Segment(NamedTuple):
+    """What one segment of a chunk emits (stacked over the chunk's segments by its scan)."""
+
+    records: StepRecords  # the segment's selections
+    start: jax.Array  # () int32 step of its first selection
+    batch: jax.Array  # () int32 round (batch) they belong to
+
+
+def empty_traces(T: int) -> Traces:
+    """The traces of a seed before its first step."""
+    return Traces(query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
+                  dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32), overflow=jnp.asarray(False),
+                  wanted=jnp.zeros((2,), jnp.int32), loop_iterations=jnp.zeros((T,), jnp.int32),
+                  batch_start=jnp.zeros((), jnp.int32))
+
+
+def _written(tr: Traces, segs: Segment, T: int) -> Traces:
+    """``tr`` with the selections of the chunk's segments written in (one scatter per trace, outside every
+    loop: no loop carries a T-sized array)."""
+    L = segs.records.query.shape[-1]
+    j = jnp.arange(L)[None, :]
+    pos = jnp.where(j < segs.records.n[:, None], segs.start[:, None] + j, T).reshape(-1)  # T: dropped
+
+    def put(a, v):
+        return a.at[pos].set(v.reshape(-1), mode="drop")
+
+    return tr._replace(query=put(tr.query, segs.records.query), dict_size=put(tr.dict_size, segs.records.dict_size),
+                       loop_iterations=put(tr.loop_iterations, segs.records.loop_iterations),
+                       batch_index=put(tr.batch_index, jnp.broadcast_to(segs.batch[:, None], segs.records.query.shape)))
+
+
+def make_chunk(alg, T: int, segments: int):
+    """``chunk(carry, keys, noise, params, f, xi, recorded) -> carry`` for one seed of a finite problem, with
+    ``carry = (state, Traces)``: up to ``segments`` segments, each the in-batch loop for at most
+    L = min(T, ROUND_BUFFER) selections (``engine.rounds.select_batch``: one loop iteration per step, no loop
+    nested in it) and, where that closed the batch, its feedback and the new model (``finish_batch``).
+
+    The selections go into an L-sized buffer and are written into the (T,) traces after the chunk's scan,
+    so that no while-loop carries a T-sized array: under ``vmap`` a while loop selects every carried array
+    per seed at every iteration (Cadata, T = 10^4, 1000 seeds: 160 MB per in-batch step with the traces in
+    the carry). A batch that the segment did not close (longer than L) ends the seed's chunk: the next chunk
+    continues it and reads its earlier selections from the traces, which the chunk only reads. A seed whose
+    model overflowed a capacity stops until the host loop has grown it."""
+    L = min(T, ROUND_BUFFER)
+    empty = StepRecords(jnp.zeros((L,), jnp.int32), jnp.zeros((L,), jnp.int32), jnp.zeros((L,), jnp.int32),
+                        jnp.zeros((), jnp.int32))
+
+    def record(buf, t, q, info):
+        del t
+        return StepRecords(buf.query.at[buf.n].set(q), buf.dict_size.at[buf.n].set(present(info.dict_size, 0)),
+                           buf.loop_iterations.at[buf.n].set(present(info.loop_iterations, 0)), buf.n + 1)
+
+    def chunk(carry, keys: SeedKeys, noise, params, f, xi, recorded):
+        state0, tr = carry
+        pos = jnp.arange(T)
+
+        def finish(state, tr_s, start, buf):  # the batch's feedback (steps tr_s.batch_start, ..., state.t - 1)
+            queries = jnp.where((pos >= tr_s.batch_start) & (pos < start), tr.query, -1)
+            j = jnp.arange(L)
+            queries = queries.at[jnp.where(j < buf.n, start + j, T)].set(buf.query, mode="drop")
+            ys = feedback(queries, noise, f, xi, recorded)
+            state, info = finish_batch(alg, keys.resparsify, params, state, arm_feedback(queries, ys))
+            overflow, wanted = capacity_request(info)
+            return state, tr_s._replace(rounds=tr_s.rounds + 1, overflow=tr_s.overflow | overflow,
+                                        wanted=jnp.maximum(tr_s.wanted, wanted), batch_start=state.t)
+
+        def segment(c):
+            state, tr_s, _ = c
+            start, batch = state.t, tr_s.rounds
+            state, buf = select_batch(alg, keys.select, params, state, empty, record,
+                                      lambda s, b: (s.t < T) & (b.n < L))
+            closed = ~state.batch_open | (state.t >= T)
+            state, tr_s = jax.lax.cond(closed, finish, lambda st, ts, *_: (st, ts), state, tr_s, start, buf)
+            return (state, tr_s, ~closed), Segment(buf, start, batch)
+
+        def idle(c):
+            return c, Segment(empty, c[0].t, c[1].rounds)
+
+        def step(c, _):
+            state, tr_s, stalled = c
+            return jax.lax.cond((state.t < T) & ~tr_s.overflow & ~stalled, segment, idle, c)
+
+        small = tr._replace(query=None, batch_index=None, dict_size=None, loop_iterations=None)  # no T-sized field
+        (state, small, _), segs = jax.lax.scan(step, (state0, small, jnp.asarray(False)), None, length=segments)
+        tr = _written(tr, segs, T)
+        return state, tr._replace(rounds=small.rounds, overflow=small.overflow, wanted=small.wanted,
+                                  batch_start=small.batch_start)
+
+    return chunk
+
+
+def make_program(alg, T: int, seed_axis: str, rounds_per_call: int, n_devices: int = 1):
+    """(init_fn, chunk_fn) jitted over stacked elements (a seed at a grid point; ``engine.program.jitted``):
+    ``init_fn(keys, params, (arms, f, recorded))``, ``chunk_fn(keys, carry, noise, params, (arms, f,
+    recorded))``; ``params.xi`` is each element's noise level. A chunk is ``rounds_per_call`` segments
+    (:func:`make_chunk`)."""
+    chunk_one = make_chunk(alg, T, rounds_per_call)
+
+    def init_one(keys: SeedKeys, params, arms):
+        state = alg.init(keys.init, ArmSet(arms), params)
+        noise = jax.random.normal(keys.noise, (T,), dtype=arms.dtype)
+        return (state, empty_traces(T)), noise
+
+    def init_all(keys, params, shared):
+        return over_seeds(lambda k, p: init_one(k, p, shared[0]), seed_axis)(keys, params)
+
+    def chunk_all(keys, carry, noise, params, shared):
+        _, f, recorded = shared
+        return over_seeds(lambda k, c, n, p: chunk_one(c, k, n, p, f, p.xi, recorded), seed_axis)(
+            keys, carry, noise, params)
+
+    return jitted(init_all, chunk_all, n_devices)
+
+
+__all__ = ["ROUND_BUFFER", "Segment", "StepRecords", "Traces", "empty_traces", "feedback", "make_chunk", "make_program"]

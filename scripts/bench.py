@@ -16,7 +16,7 @@ them further, so that a subset runs in minutes):
   L4–L8) and of one resparsification (L11–L16) against the dictionary size m and the number of arms A;
 * ``accelerator`` (only when named) — the table of issue 15: BBKB on Cadata (T = 10^4) with S seeds in one
   program (the backend's default seed axis) in float64 and float32: wall, compilation and execution time,
-  R_T / R_T^unif (mean +- sd), batches, dictionary size, loop iterations per in-batch step (mean, max) and
+  R_T / R_T^unif (mean +- sd), batches, dictionary size, fallback rounds per in-batch step (mean, max: in-batch loop iterations beyond the first) and
   the GPU's busy fraction (nvidia-smi's utilization over the run, compilation included; "n/a" elsewhere).
   S = 1, 10 on a CPU, 1, 10, 100, 1000 on an accelerator (``--seeds 1,10,100``).
 
@@ -376,7 +376,7 @@ def print_accelerator_table(rows: list) -> None:
     rows = [r for r in rows if r["group"] == "accelerator"]
     if not rows:
         return
-    print(f"\naccelerator table ({rows[0]['device']}): loop it. = while-loop iterations per in-batch step")
+    print(f"\naccelerator table ({rows[0]['device']}): loop it. = fallback rounds per in-batch step (in-batch loop iterations beyond the first)")
     header = (f"{'algorithm':<10} {'problem':<9} {'T':>6} {'seeds':>5} {'dtype':<8} {'wall s':>8} {'comp s':>7} "
               f"{'exec s':>8} {'R_T/R_unif':>16} {'batches':>7} {'dict':>5} {'loop it. mean':>13} {'max':>4} "
               f"{'GPU busy':>8}")

@@ -90,13 +90,17 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
 # maximiser's sizes (n_uniform, n_local, n_starts, acq_steps, lr_acq, local_scale) are our choices.
 _BO = {"n0": 20, "beta_c": 0.2, "fit_steps": 20, "lr_fit": 0.05, "n_uniform": 2048, "n_local": 512,
        "n_starts": 4, "acq_steps": 25, "lr_acq": 0.01, "local_scale": 0.05}
+# gp_fit: the GP core's hyperparameter fit (gp.hyper.FITS): adam = the paper protocol's maximum likelihood by
+# fit_steps Adam steps of lr_fit; map = MAP with the dimension-scaled lengthscale prior by L-BFGS to convergence
+# (at most fit_steps iterations; gp.hyper.log_prior). Every algorithm whose GP is gp.hyper's has it.
+_GP = {**_BO, "gp_fit": "adam"}
 # M: subset size, or null for the dynamic rule with factor Z (subset_bo.dynamic_buffer_size; Z = 4 -> M = 102)
 # keep_best: also force the best observed sample into the subset (our option, not the paper's; default off)
-_SUBSET = {**_BO, "M": None, "Z": 4.0, "n_overhead": 70.0, "keep_best": False}
+_SUBSET = {**_GP, "M": None, "Z": 4.0, "n_overhead": 70.0, "keep_best": False}
 
 BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
     "std_gp_ucb": AlgorithmSpec("std_gp_ucb", "Standard GP-UCB: exact GP on all samples", "continuous", False,
-                                dict(_BO), "sequential", "box"),
+                                dict(_GP), "sequential", "box"),
     # selection: projection | pivoted | cosine (docs/protocols.md#gssbo-subset-rules); pivoted by measurement (issue 16: Hartmann6, N = 1000,
     # seeds 0-9, R_N 195 ± 79 against projection's 2867 ± 129)
     "gssbo": AlgorithmSpec("gssbo", "GSSBO: exact GP on M samples chosen by a gradient-diversity greedy",
@@ -106,19 +110,19 @@ BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
     "kmeans_pp": AlgorithmSpec("kmeans_pp", "exact GP on M samples chosen by k-means++ in the RKHS",
                                "continuous", False, dict(_SUBSET), "sequential", "box"),
     "lr_first_m": AlgorithmSpec("lr_first_m", "LR-First m: Nyström (DTC) with the first m samples as landmarks",
-                                "continuous", False, {**_BO, "m": 100}, "sequential", "box"),
+                                "continuous", False, {**_GP, "m": 100}, "sequential", "box"),
     "sparse_gp": AlgorithmSpec("sparse_gp", "SparseGP: DTC with m inducing points by greedy pivoted Cholesky",
-                               "continuous", False, {**_BO, "m": 50}, "sequential", "box"),
+                               "continuous", False, {**_GP, "m": 50}, "sequential", "box"),
     # m: number of inducing points (50 as sparse_gp: our choice; the GSSBO paper does not give it)
     "ipa": AlgorithmSpec("ipa", "IPA: DTC with m inducing points by a DPP weighted by the samples' EI (Moss et "
-                         "al. 2023)", "continuous", False, {**_BO, "m": 50}, "sequential", "box"),
+                         "al. 2023)", "continuous", False, {**_GP, "m": 50}, "sequential", "box"),
     "mini_gp_ucb": AlgorithmSpec("mini_gp_ucb", "mini-META GP-UCB: repeat x_h while 1 + n s~^2(x_h) <= C",
-                                 "continuous", True, {**_BO, "C": 2.0}, "sequential", "box"),
+                                 "continuous", True, {**_GP, "C": 2.0}, "sequential", "box"),
     # m: the low dimension d of the random embedding (4: our choice, the GSSBO paper does not state it)
     "rembo": AlgorithmSpec("rembo", "REMBO: GP-UCB on y in [-sqrt(d), sqrt(d)]^d, x = clip(A y), A Gaussian",
-                           "continuous", False, {**_BO, "m": 4}, "sequential", "box"),
+                           "continuous", False, {**_GP, "m": 4}, "sequential", "box"),
     "hesbo": AlgorithmSpec("hesbo", "HeSBO: GP-UCB on y in [-1, 1]^d, x = S y, S a count sketch (one +-1 per row)",
-                           "continuous", False, {**_BO, "m": 4}, "sequential", "box"),
+                           "continuous", False, {**_GP, "m": 4}, "sequential", "box"),
     # m: conditioning-set size, fixed (32: our choice; Jimenez & Katzfuss grow it like 7.2 log10(n)^2)
     "vecchia_bo": AlgorithmSpec("vecchia_bo", "VecchiaBO: GP-UCB on a Vecchia GP (maximin order, m nearest "
                                 "earlier neighbours)", "continuous", False, {**_BO, "m": 32}, "sequential", "box"),

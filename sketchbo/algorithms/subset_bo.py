@@ -86,11 +86,12 @@ class BOStatic(NamedTuple):
     cap: int  # capacity of the data buffer D (rows), grown by the runner
     n0: int  # uniform initial design
     M: int  # subset size (exact engines) or number of landmarks m (Nyström)
-    fit_steps: int  # Adam steps of the hyperparameter fit per round
+    fit_steps: int  # hyperparameter fit per round: Adam steps (gp_fit adam) or most L-BFGS iterations (map)
     acq: acquisition.AcqStatic  # sizes of the acquisition maximiser
     n_incumbents: int = 5  # best observed points whose perturbations are candidates
     selection: str = "pivoted"  # gssbo's rule: one of subset.SELECTIONS (default by measurement; "gradient" = "cosine")
     keep_best: bool = False  # also force the best observed sample into the subset (our option, not the paper's)
+    gp_fit: str = "adam"  # the hyperparameter fit, one of gp.hyper.FITS (adam: the paper protocol; map: MAP, L-BFGS)
     hidden: tuple = ()  # hidden-layer widths of the MLPs of dkl_ucb and bnn_ucb (``dkl_bo.py``, ``bnn_bo.py``)
     features: int = 0  # dkl_ucb: width of the MLP's output, the features the GP's kernel sees
     ensemble: int = 0  # bnn_ucb: members E of the deep ensemble
@@ -265,10 +266,10 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
         counts = data.count[idx] if merge else None
         if engine == "nystrom":  # every sample, the landmarks fixed: Titsias' collapsed bound (hyper.collapsed_bound)
             h, fit_info = hyper.fit(state.hyper, data.x, y, valid, static.fit_steps, params.lr_fit,
-                                    inducing=(data.x[idx], mask))
+                                    inducing=(data.x[idx], mask), method=static.gp_fit)
         else:
             h, fit_info = hyper.fit(state.hyper, data.x[idx], y[idx], mask, static.fit_steps, params.lr_fit,
-                                    counts=counts)
+                                    counts=counts, method=static.gp_fit)
         if engine == "exact":
             predict, noise = exact_predictor(h, data.x[idx], y[idx], mask, counts)
         else:

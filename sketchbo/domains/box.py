@@ -37,6 +37,7 @@ from sketchbo.engine.program import (
 from sketchbo.engine.result import RunResult, result
 from sketchbo.engine.rounds import finish_batch, select_batch
 from sketchbo.engine.validate import check_float, check_int, invalid_value, with_defaults
+from sketchbo.gp.hyper import FITS
 from sketchbo.problems.continuous import ContinuousProblem, batch_values, estimate_uniform_mean, to_box, value
 
 
@@ -91,6 +92,8 @@ def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict
             hyper[key] = check_float(f"algorithm.{key}", hyper[key], ok, allowed)
     if "selection" in hyper and hyper["selection"] not in _SELECTIONS:
         raise invalid_value("algorithm.selection", hyper["selection"], f"one of {list(_SELECTIONS)}")
+    if "gp_fit" in hyper and hyper["gp_fit"] not in FITS:
+        raise invalid_value("algorithm.gp_fit", hyper["gp_fit"], f"one of {list(FITS)}")
     if "keep_best" in hyper and not isinstance(hyper["keep_best"], bool):
         raise invalid_value("algorithm.keep_best", hyper["keep_best"], "true or false")
     if "hidden" in hyper:
@@ -257,7 +260,7 @@ def static_config(algorithm: str, hyper: dict, d: int, T: int, cap: int) -> BOSt
     acq = acquisition.AcqStatic(h["n_uniform"], h["n_local"], h["n_starts"], h["acq_steps"])
     return BOStatic(variant=algorithm, d=d, T=T, cap=cap, n0=h["n0"], M=model_rows(algorithm, h, T),
                     fit_steps=h["fit_steps"], acq=acq, selection=h.get("selection", "pivoted"),
-                    keep_best=h.get("keep_best", False), hidden=tuple(h.get("hidden", ())),
+                    keep_best=h.get("keep_best", False), gp_fit=h.get("gp_fit", "adam"), hidden=tuple(h.get("hidden", ())),
                     features=h.get("features", 0), ensemble=h.get("ensemble", 0))
 
 
@@ -324,12 +327,22 @@ def prepare(spec: RunSpec) -> Prepared:
     return Prepared(domain, {"cap": cap0}, (keys, elements, ()), (elements, ()), identity, collect)
 
 
+FACE_TOL = 1e-6  # a coordinate this close to 0 or 1 (unit-cube coordinates) lies on a face of the box
+
+
+def on_face(x) -> np.ndarray:
+    """(n_seeds, T) bool: the query has a coordinate on a face of the box (within :data:`FACE_TOL`). An
+    acquisition maximiser whose queries sit on faces far more often than the objective's optimum does is
+    chasing the variance at the box's boundary (docs/reproductions.md#box-gp-core)."""
+    return np.any((x <= FACE_TOL) | (x >= 1.0 - FACE_TOL), axis=-1)
+
+
 def _collect(spec: RunSpec, g: int, carry, driven, wall0) -> RunResult:
     _, tr = carry
     p = spec.problem
     x = np.asarray(tr.x)
     traces = {"query": np.asarray(tr.row), "reward": np.asarray(tr.reward), "batch_index": np.asarray(tr.batch_index),
-              "dict_size": np.asarray(tr.dict_size), "x": x, "ucb": np.asarray(tr.ucb)}
+              "dict_size": np.asarray(tr.dict_size), "x": x, "ucb": np.asarray(tr.ucb), "on_face": on_face(x)}
     gap = None
     hyper = {**spec.hypers[g], "capacity_final": driven.capacities["cap"],
              "M_static": model_rows(spec.algorithm, spec.hypers[g], spec.T), "xi": p.noise_std}
@@ -344,7 +357,7 @@ def _collect(spec: RunSpec, g: int, carry, driven, wall0) -> RunResult:
                   spec.dtype, hyper, best_point)
 
 
-__all__ = ["BOTraces", "GRID_KEYS", "check_feedback", "check_space", "initial_capacity", "make_program", "make_round",
+__all__ = ["BOTraces", "FACE_TOL", "GRID_KEYS", "check_feedback", "on_face", "check_space", "initial_capacity", "make_program", "make_round",
            "model_rows", "needs_room", "next_capacity", "objective_fingerprint", "point_params", "prepare",
            "resolve_hyperparameters", "static_config"]
 

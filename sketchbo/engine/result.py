@@ -21,7 +21,8 @@ class RunResult(NamedTuple):
     n_seeds: int
     seeds: list
     # (n_seeds, T) arrays: query (arm index; on a box the row of the sample buffer), reward, batch_index,
-    # dict_size, instant_regret (optimum known); loop_iterations (finite arms); x (n_seeds, T, d) and ucb (boxes)
+    # dict_size, instant_regret (optimum known); loop_iterations (finite arms); x (n_seeds, T, d), ucb and on_face
+    # (boxes: the query has a coordinate on a face of the unit cube, domains.box.on_face)
     traces: dict
     round_time_s: np.ndarray  # (n_rounds,) wall time of each round (all seeds), chunk time split evenly
     cumulative_regret: np.ndarray | None  # (n_seeds,) R_T; None when the optimum is unknown

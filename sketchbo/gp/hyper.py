@@ -211,20 +211,50 @@ def collapsed_bound(h: GPHyper, X, y_std, mask, Z, z_mask):
     return titsias_bound(Kzz, Kzn, jnp.exp(h.log_noise), tr_knn, y_std * w, jnp.sum(w))
 
 
-def fit(h0: GPHyper, X, y, mask, steps: int, lr, bounds: HyperBounds = HyperBounds(), counts=None, inducing=None):
-    """Maximum likelihood by ``steps`` projected Adam steps from the warm start ``h0``.
+SQRT2, SQRT3 = 1.4142135623730951, 1.7320508075688772
+NOISE_PRIOR = (-4.0, 1.0)  # LogNormal (loc, scale) of the noise variance on standardised targets
+
+
+def log_prior(h: GPHyper):
+    """log p(theta) of the ``map`` fit (Hvarfner et al., "Vanilla Bayesian Optimization Performs Great in
+    High Dimensions", ICML 2024; BoTorch's default GP since 0.12): ARD lengthscales LogNormal(sqrt 2 + log(d)/2,
+    sqrt 3), whose median sqrt(d) e^{sqrt 2} grows with the dimension so that a d-dimensional model starts
+    smooth, and the noise variance LogNormal(-4, 1) (prefers little noise on standardised targets). The
+    densities are those of the lengthscales and the noise themselves (as GPyTorch adds them), in theta's
+    log coordinates: log LogNormal(e^u; mu, s) = -u - (u - mu)^2 / (2 s^2) + const. No prior on the
+    outputscale (its box bounds hold)."""
+    d = h.log_ls.shape[0]
+
+    def lognormal(u, loc, scale):
+        return jnp.sum(-u - 0.5 * ((u - loc) / scale) ** 2)
+
+    return lognormal(h.log_ls, SQRT2 + 0.5 * jnp.log(float(d)), SQRT3) + lognormal(h.log_noise, *NOISE_PRIOR)
+
+
+FITS = ("adam", "map")  # "adam": the paper protocol's ML fit by Adam steps; "map": MAP by L-BFGS to convergence
+LBFGS_TOL = 1e-5  # the map fit stops when the gradient's norm (of -objective / n) is below this
+
+
+def fit(h0: GPHyper, X, y, mask, steps: int, lr, bounds: HyperBounds = HyperBounds(), counts=None, inducing=None,
+        method: str = "adam"):
+    """The hyperparameters from the warm start ``h0``: ``method="adam"``, maximum likelihood by ``steps``
+    projected Adam steps of rate ``lr`` (the paper protocol); ``method="map"``, the maximum a posteriori
+    with :func:`log_prior` by L-BFGS (``optax.lbfgs`` with its zoom line search) until the gradient's norm
+    is below :data:`LBFGS_TOL` or ``steps`` iterations, each projected onto the bounds (``lr`` unused).
 
     ``y`` are raw targets (standardised here). ``steps`` is static; ``lr`` may be traced. ``inducing``
     ``(Z (m, d), z_mask (m,))`` fits a sparse GP with those landmarks instead: the objective is Titsias'
     collapsed bound over every valid row (:func:`collapsed_bound`; ``counts`` is then not supported).
-    Returns ``(h, info)`` with ``info["lml"]`` the objective (log marginal likelihood or bound) at ``h``. A NaN
-    step (a failed factorisation) is rejected: the parameters stay where they were.
+    Returns ``(h, info)`` with ``info["lml"]`` the likelihood objective (log marginal likelihood or bound) at
+    ``h`` and ``info["fit_iterations"]``. A non-finite step (a failed factorisation) is rejected: the
+    parameters stay where they were.
     """
     if inducing is not None and counts is not None:
         raise ValueError("fit: counts (repeated rows) are not supported with inducing points")
+    if method not in FITS:
+        raise ValueError(f"fit: method={method!r}; choose one of {list(FITS)}")
     y_std, _, _ = standardise(y, mask)
     n = jnp.maximum(jnp.sum(mask), 1).astype(y.dtype)
-    opt = optax.adam(lr)
 
     def objective(h):
         if inducing is None:
@@ -232,20 +262,51 @@ def fit(h0: GPHyper, X, y, mask, steps: int, lr, bounds: HyperBounds = HyperBoun
         return collapsed_bound(h, X, y_std, mask, *inducing)
 
     def loss(h):
-        return -objective(h) / n
+        return -(objective(h) + (log_prior(h) if method == "map" else 0.0)) / n
+
+    h0 = project(h0, bounds)
+    run = _lbfgs if method == "map" else _adam
+    h, iterations = run(loss, h0, steps, lr, bounds)
+    return h, {"lml": objective(h), "fit_iterations": iterations}
+
+
+def _finite(tree):
+    return jnp.all(jnp.array([jnp.all(jnp.isfinite(v)) for v in jax.tree.leaves(tree)]))
+
+
+def _adam(loss, h0, steps, lr, bounds):
+    opt = optax.adam(lr)
 
     def step(carry, _):
         h, s = carry
         g = jax.grad(loss)(h)
         upd, s_new = opt.update(g, s, h)
         h_new = project(optax.apply_updates(h, upd), bounds)
-        ok = jnp.all(jnp.array([jnp.all(jnp.isfinite(v)) for v in jax.tree.leaves(g)]))
-        h_new = jax.tree.map(lambda a, b: jnp.where(ok, a, b), h_new, h)
-        return (h_new, s_new), None
+        return (jax.tree.map(lambda a, b: jnp.where(_finite(g), a, b), h_new, h), s_new), None
 
-    h0 = project(h0, bounds)
     (h, _), _ = jax.lax.scan(step, (h0, opt.init(h0)), None, length=steps)
-    return h, {"lml": -loss(h) * n}
+    return h, jnp.asarray(steps, jnp.int32)
+
+
+def _lbfgs(loss, h0, steps, lr, bounds):
+    del lr
+    opt = optax.lbfgs()
+    value_and_grad = optax.value_and_grad_from_state(loss)
+
+    def body(c):
+        h, s, i, _ = c
+        value, g = value_and_grad(h, state=s)
+        upd, s_new = opt.update(g, s, h, value=value, grad=g, value_fn=loss)
+        h_new = project(optax.apply_updates(h, upd), bounds)
+        ok = _finite(g) & _finite(h_new)
+        h_new = jax.tree.map(lambda a, b: jnp.where(ok, a, b), h_new, h)
+        return h_new, s_new, i + 1, ok & (optax.tree.norm(g) > LBFGS_TOL)
+
+    def cond(c):
+        return (c[2] < steps) & c[3]
+
+    h, _, i, _ = jax.lax.while_loop(cond, body, (h0, opt.init(h0), jnp.zeros((), jnp.int32), jnp.asarray(True)))
+    return h, i
 
 
 def posterior(h: GPHyper, X, y, mask, counts=None) -> ExactPosterior:
@@ -273,4 +334,4 @@ def predict(post: ExactPosterior, Xq):
 
 __all__ = ["GPHyper", "HyperBounds", "ExactPosterior", "init_hyper", "kernel_params", "project", "standardise",
            "masked_kernel", "gaussian_log_density", "log_marginal_likelihood", "titsias_bound", "collapsed_bound",
-           "fit", "posterior", "predict"]
+           "fit", "log_prior", "posterior", "predict", "FITS"]

@@ -1,0 +1,87 @@
+"""The box GP core's MAP fit (``gp.hyper.fit(method="map")``): the dimension-scaled prior, L-BFGS to a
+stationary point of the log posterior, and the ``gp_fit`` switch of the box algorithms."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import sketchbo as sb
+from sketchbo.domains import box
+from sketchbo.gp import hyper
+
+
+def lognormal_logpdf(x, loc, scale):
+    """log density of LogNormal(loc, scale) at x > 0, written out."""
+    return -np.log(x) - np.log(scale * math.sqrt(2 * math.pi)) - (np.log(x) - loc) ** 2 / (2 * scale ** 2)
+
+
+def test_log_prior_is_the_lognormal_density_of_the_lengthscales_and_the_noise():
+    d = 7
+    rng = np.random.default_rng(0)
+    hs = [hyper.GPHyper(jnp.asarray(rng.normal(size=d)), jnp.asarray(rng.normal()), jnp.asarray(rng.normal() - 4))
+          for _ in range(2)]
+
+    def reference(h):
+        ls, noise = np.exp(np.asarray(h.log_ls)), math.exp(float(h.log_noise))
+        loc = math.sqrt(2) + 0.5 * math.log(d)
+        return lognormal_logpdf(ls, loc, math.sqrt(3)).sum() + lognormal_logpdf(noise, -4.0, 1.0)
+
+    # equal up to the normalising constants, which do not depend on theta
+    assert float(hyper.log_prior(hs[0]) - hyper.log_prior(hs[1])) == pytest.approx(reference(hs[0]) - reference(hs[1]),
+                                                                                     rel=1e-12)
+
+
+@pytest.mark.parametrize("d", [2, 20, 100])
+def test_the_prior_mode_of_a_lengthscale_grows_with_the_dimension(d):
+    """d/du [-u - (u - mu)^2 / (2 s^2)] = 0 at u = mu - s^2 = sqrt 2 + log(d)/2 - 3: a median lengthscale
+    sqrt(d) e^{sqrt 2}, a mode sqrt(d) e^{sqrt 2 - 3}."""
+    u = math.sqrt(2) + 0.5 * math.log(d) - 3.0
+    h = hyper.GPHyper(jnp.full((d,), u), jnp.zeros(()), jnp.asarray(-4.0 - 1.0))
+    g = jax.grad(hyper.log_prior)(h)
+    np.testing.assert_allclose(np.asarray(g.log_ls), 0.0, atol=1e-12)
+    assert float(g.log_noise) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_map_fit_reaches_a_stationary_point_above_the_adam_fit():
+    rng = np.random.default_rng(0)
+    d, n = 6, 60
+    X = jnp.asarray(rng.random((n, d)))
+    y = jnp.sin(3 * X[:, 0]) + X[:, 1] ** 2 + 0.05 * jnp.asarray(rng.normal(size=n))
+    mask = jnp.ones((n,), bool).at[-5:].set(False)  # masked rows take no part
+    h0 = hyper.init_hyper(d)
+    y_std, _, _ = hyper.standardise(y, mask)
+
+    def log_post(h):
+        return hyper.log_marginal_likelihood(h, X, y_std, mask) + hyper.log_prior(h)
+
+    fits = {m: jax.jit(lambda h, m=m: hyper.fit(h, X, y, mask, 100 if m == "map" else 20, 0.05, method=m))(h0)
+            for m in hyper.FITS}
+    h_map, info = fits["map"]
+    assert 0 < int(info["fit_iterations"]) < 100  # converged before the cap
+    g = jax.grad(lambda h: -log_post(h) / jnp.sum(mask))(h_map)
+    lo, hi = np.log(hyper.HyperBounds().ls)
+    inside = (np.asarray(h_map.log_ls) > lo + 1e-9) & (np.asarray(h_map.log_ls) < hi - 1e-9)
+    assert np.max(np.abs(np.asarray(g.log_ls)[inside])) < 1e-3  # stationary where no bound holds it
+    assert float(log_post(h_map)) > float(log_post(fits["adam"][0])) + 1.0
+    assert float(info["lml"]) == pytest.approx(float(hyper.log_marginal_likelihood(h_map, X, y_std, mask)), rel=1e-12)
+    # the lengthscales of the two inputs f depends on are shorter than the others'
+    ls = np.exp(np.asarray(h_map.log_ls))
+    assert ls[:2].max() < ls[2:].min()
+
+
+def test_gp_fit_is_checked_before_compilation():
+    with pytest.raises(ValueError, match=r"algorithm.gp_fit='lbfgs' .*'adam', 'map'"):
+        sb.run("gssbo", sb.make_problem("hartmann6"), T=30, params={"gp_fit": "lbfgs"}, progress=False)
+    with pytest.raises(ValueError, match="gp_fit"):  # an algorithm with its own fit has no such switch
+        sb.run("vecchia_bo", sb.make_problem("hartmann6"), T=30, params={"gp_fit": "map"}, progress=False)
+
+
+def test_a_map_run_reports_which_queries_sit_on_a_face():
+    p = sb.box_problem(sb.Box([0.0] * 3, [1.0] * 3), lambda x: -jnp.sum((x - 0.3) ** 2), f_min=None)
+    res = sb.run("std_gp_ucb", p, T=24, n_seeds=2, progress=False,
+                 params={"gp_fit": "map", "fit_steps": 10, "n0": 8, "n_uniform": 128, "n_local": 32})
+    x = res.traces["x"]
+    assert res.traces["on_face"].shape == (2, 24) and np.all(np.isfinite(res.best_reward))
+    np.testing.assert_array_equal(res.traces["on_face"], np.any((x <= box.FACE_TOL) | (x >= 1 - box.FACE_TOL), -1))

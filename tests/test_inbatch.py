@@ -1,5 +1,5 @@
-"""The bounded in-batch step (``common.lazy_argmax_round`` / ``bounded_argmax``) selects what the
-one-at-a-time lazy rule selected.
+"""The bounded in-batch step (``common.lazy_argmax_round``: a first round, then fallback rounds while the
+argmax is stale, each an iteration of the in-batch loop) selects what the one-at-a-time lazy rule selected.
 
 The reference below is the library's previous in-batch step (kept here only as a test oracle): refresh the
 argmax of the stale table until it is exact, one arm per while-loop iteration.
@@ -11,12 +11,33 @@ import pytest
 
 from sketchbo.engine import program
 from sketchbo.algorithms import common, sparse_ucb
-from sketchbo.algorithms.common import UCBTable, bounded_argmax, table_argmax, table_set, ucb_table
+from sketchbo.algorithms.common import (
+    REFRESH_BLOCKS, REFRESH_K, REFRESH_PER_BLOCK, UCBTable, lazy_argmax_round, table_argmax, table_set, ucb_table,
+)
 from sketchbo.problems import make_problem
 from sketchbo import run
 
 
 needs = {"abalone": pytest.mark.real_data("abalone.data"), "cadata": pytest.mark.real_data("cal_housing.data")}
+
+
+def bounded_argmax(tab: UCBTable, fresh, refresh_many, k=REFRESH_K, more_blocks=REFRESH_BLOCKS,
+                   per_block=REFRESH_PER_BLOCK):
+    """One in-batch step as ``sparse_ucb.select`` runs it over in-batch loop iterations: a first round of
+    ``lazy_argmax_round``, then fallback rounds until the argmax is exact. ``fresh`` (A,) marks exact entries.
+    Returns ``(tab, fresh, i, n_refresh, fallback_rounds)``."""
+    A = fresh.shape[0]
+    fr = jnp.ones((tab.values.size,), bool).at[:A].set(fresh)  # padding entries are exact
+    tab, fr, n = lazy_argmax_round(tab, fr, refresh_many, A, False, k, more_blocks, per_block)
+
+    def body(c):
+        tb, f, n, it = c
+        tb, f, dn = lazy_argmax_round(tb, f, refresh_many, A, True, k, more_blocks, per_block)
+        return tb, f, n + dn, it + 1
+
+    tab, fr, n, it = jax.lax.while_loop(lambda c: ~c[1][table_argmax(c[0])], body,
+                                        (tab, fr, n, jnp.zeros((), jnp.int32)))
+    return tab, fr[:A], table_argmax(tab), n, it
 
 
 def reference_lazy_argmax(tab: UCBTable, fresh, refresh):
@@ -118,7 +139,7 @@ def test_bounded_step_under_vmap_equals_single_tables():
 # ------------------------------------------------------------------------------- whole runs
 
 def runs_with_both_rules(monkeypatch, algorithm, problem, T, n_seeds, params):
-    """(run with bounded_argmax, run with the reference rule); the reference compiles its own program."""
+    """(run with the library's in-batch step, run with the reference rule); the reference compiles its own program."""
     new = run(algorithm, problem, T=T, n_seeds=n_seeds, progress=False, params=params)
     with monkeypatch.context() as mp:
         mp.setattr(sparse_ucb, "lazy_argmax_round", reference_round)

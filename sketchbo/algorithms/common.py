@@ -339,27 +339,3 @@ def lazy_argmax_round(tab: UCBTable, fresh, refresh_many, A: int, fallback, k: i
     """
     return jax.lax.cond(fallback, lambda: _refresh_round(tab, fresh, refresh_many, A, more_blocks, per_block),
                         lambda: _refresh_round(tab, fresh, refresh_many, A, k))
-
-
-def padded_fresh(fresh, tab: UCBTable):
-    """(n_blocks * B,) exact marks of a table from (A,) marks of its arms (padding entries are exact)."""
-    return jnp.ones((tab.values.size,), bool).at[:fresh.shape[0]].set(fresh)
-
-
-def bounded_argmax(tab: UCBTable, fresh, refresh_many, k: int = REFRESH_K, more_blocks: int = REFRESH_BLOCKS,
-                   per_block: int = REFRESH_PER_BLOCK):
-    """The exact argmax of a stale table by :func:`lazy_argmax_round` until it is decided, as one call: a
-    first round, then fallback rounds in a while loop. (The in-batch loop of a run does not nest this loop:
-    each of its iterations is one round, ``sparse_ucb.select``.) ``fresh`` (A,) marks exact entries.
-    Returns ``(tab, fresh, i, n_refresh, fallback_iterations)``."""
-    A = fresh.shape[0]
-    tab, fr, n = lazy_argmax_round(tab, padded_fresh(fresh, tab), refresh_many, A, False, k, more_blocks, per_block)
-
-    def body(c):
-        tb, f, n, it = c
-        tb, f, dn = lazy_argmax_round(tb, f, refresh_many, A, True, k, more_blocks, per_block)
-        return tb, f, n + dn, it + 1
-
-    tab, fr, n, it = jax.lax.while_loop(lambda c: ~c[1][table_argmax(c[0])], body,
-                                        (tab, fr, n, jnp.zeros((), jnp.int32)))
-    return tab, fr[:A], table_argmax(tab), n, it

@@ -12,8 +12,9 @@ Within a batch the mean, dictionary and width are frozen; variances shrink by ra
 (Alg. 1, L7) and the argmax is taken lazily over stale UCBs (L8; :func:`common.lazy_argmax_round`): O(A/B + B +
 k (m^2 + m d)) per in-batch step for k arms refreshed together. A ``select`` call is one iteration of the
 in-batch loop: it commits the step when the argmax is exact after its refresh round, and otherwise only keeps
-the refreshed bounds (``StepInfo.committed`` False; rare) for the next iteration's fallback round. At the batch end the feedback is added
-(``update``) and the dictionary resampled with the start-of-batch variances (L11–16, ``resparsify``).
+the refreshed bounds (``StepInfo.committed`` False; rare) for the next iteration's fallback round. At the
+batch end the feedback is added (``update``) and the dictionary resampled with the start-of-batch variances
+(L11–16, ``resparsify``).
 """
 from __future__ import annotations
 

@@ -260,7 +260,8 @@ def static_config(algorithm: str, hyper: dict, d: int, T: int, cap: int) -> BOSt
     acq = acquisition.AcqStatic(h["n_uniform"], h["n_local"], h["n_starts"], h["acq_steps"])
     return BOStatic(variant=algorithm, d=d, T=T, cap=cap, n0=h["n0"], M=model_rows(algorithm, h, T),
                     fit_steps=h["fit_steps"], acq=acq, selection=h.get("selection", "pivoted"),
-                    keep_best=h.get("keep_best", False), gp_fit=h.get("gp_fit", "adam"), hidden=tuple(h.get("hidden", ())),
+                    keep_best=h.get("keep_best", False), gp_fit=h.get("gp_fit", "adam"),
+                    hidden=tuple(h.get("hidden", ())),
                     features=h.get("features", 0), ensemble=h.get("ensemble", 0))
 
 
@@ -357,9 +358,9 @@ def _collect(spec: RunSpec, g: int, carry, driven, wall0) -> RunResult:
                   spec.dtype, hyper, best_point)
 
 
-__all__ = ["BOTraces", "FACE_TOL", "GRID_KEYS", "check_feedback", "on_face", "check_space", "initial_capacity", "make_program", "make_round",
-           "model_rows", "needs_room", "next_capacity", "objective_fingerprint", "point_params", "prepare",
-           "resolve_hyperparameters", "static_config"]
+__all__ = ["BOTraces", "FACE_TOL", "GRID_KEYS", "check_feedback", "check_space", "initial_capacity", "make_program",
+           "make_round", "model_rows", "needs_room", "next_capacity", "objective_fingerprint", "on_face", "point_params",
+           "prepare", "resolve_hyperparameters", "static_config"]
 
 
 def resolve(algorithm: str, params: dict | None, T: int, problem: ContinuousProblem) -> dict:

@@ -60,11 +60,11 @@ FALLBACK = {"lam": 0.2, "F": 20.0}  # docs/protocols.md#finite-arm-protocol: lam
 # summation order depends on its size); the time depends on it. Each round costs an A x m_max^2 product
 # (docs/architecture.md#cost-model) and each growth step a compilation of the whole program. On the CPU with
 # many arms the product is most of the execution, so the capacity sits just above the papers' dictionaries:
-# BBKB on Cadata (A = 20640, T = 10^4, largest dictionary 85 in 10 seeds, 89 in 1000) runs without growth
+# BBKB on Cadata (A = 20640, T = 10^4, largest dictionary 85 in 10 seeds, 89 in 1000 on 2026-11-23) runs without growth
 # from 96; from 64 it grew once, to 98 (docs/benchmarks.md#first-capacity: 96 against 64 on 2026-11-26,
 # 10 seeds float64 wall 65.4 s against 70.2 s, float32 38.1 against 49.3 s, one seed 15.7 against 20.8 s,
 # a loaded 2-core CPU). With few arms the product is cheap and growth is not (gp_sample, A = 1000, T = 500,
-# dictionary 104: 9.4 s from 64, 3.1 s at 128); on accelerators a compilation costs about 10 s: 128.
+# dictionary 104: 9.4 s from 64, 3.1 s at 128 on 2026-11-23); on accelerators a compilation costs about 10 s: 128.
 DEFAULT_M_MAX = {"cpu_many_arms": 96, "other": 128}
 MANY_ARMS = 10_000  # A from which the CPU starts at DEFAULT_M_MAX["cpu_many_arms"]
 
@@ -252,9 +252,9 @@ def _collect(spec: RunSpec, carry, noise, xi, driven, wall0, hyper) -> RunResult
                   driven, wall0, spec.dtype, hyper, best_point)
 
 
-__all__ = ["ROUND_BUFFER", "CHOICES", "DEFAULT_M_MAX", "FALLBACK", "GRID_KEYS", "MANY_ARMS", "Traces", "check_space", "default_m_max",
-           "empty_traces", "feedback", "initial_capacities", "make_chunk", "make_program", "make_static", "next_capacities", "prepare",
-           "resolve_hyperparameters", "resolve_kernel"]
+__all__ = ["CHOICES", "DEFAULT_M_MAX", "FALLBACK", "GRID_KEYS", "MANY_ARMS", "ROUND_BUFFER", "Traces", "check_space",
+           "default_m_max", "empty_traces", "feedback", "initial_capacities", "make_chunk", "make_program", "make_static",
+           "next_capacities", "prepare", "resolve_hyperparameters", "resolve_kernel"]
 
 
 def resolve(algorithm: str, params: dict | None, T: int, problem: Problem) -> dict:

@@ -19,7 +19,8 @@ from sketchbo.engine.rounds import capacity_request, finish_batch, select_batch
 
 
 class Traces(NamedTuple):
-    """Per-seed run buffers carried through the rounds."""
+    """Per-seed run buffers. A chunk reads them and writes its segments' selections in after its loop (no
+    loop carries the T-sized fields)."""
 
     query: jax.Array  # (T,) int32 arm pulled at each step (-1 before it happens)
     batch_index: jax.Array  # (T,) int32 round (batch) of each step

@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 
 from sketchbo.algorithms import ArmSet
-from sketchbo.algorithms.common import arm_feedback, present
-from sketchbo.engine.program import SeedKeys, jitted, over_seeds
+from sketchbo.algorithms.common import any_seed, arm_feedback, present
+from sketchbo.engine.program import SeedKeys, jitted, over_seeds, tree_where
 from sketchbo.engine.rounds import capacity_request, finish_batch, select_batch
 
 
@@ -129,7 +129,13 @@ def make_chunk(alg, T: int, segments: int):
             state, buf = select_batch(alg, keys.select, params, state, empty, record,
                                       lambda s, b: (s.t < T) & (b.n < L))
             closed = ~state.batch_open | (state.t >= T)
-            state, tr_s = jax.lax.cond(closed, finish, lambda st, ts, *_: (st, ts), state, tr_s, start, buf)
+            # the feedback and resparsification only where a seed closed its batch: one flag for the vmapped
+            # seeds (any_seed), so that a segment where every batch goes on skips them, then kept per seed
+            def finish_closed(st, ts, start, buf):
+                return tree_where(closed, finish(st, ts, start, buf), (st, ts))
+
+            state, tr_s = jax.lax.cond(any_seed(closed), finish_closed, lambda st, ts, *_: (st, ts),
+                                       state, tr_s, start, buf)
             return (state, tr_s, ~closed), Segment(buf, start, batch)
 
         def idle(c):

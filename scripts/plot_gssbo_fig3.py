@@ -40,7 +40,8 @@ def main(argv=None):
         shown = [plots.pick(results, problem, algorithm) for algorithm in plots.ordered(present)]
         totals = {}
         for res in shown:
-            handles[res.algorithm] = plots.band(ax, plots.steps(res), plots.cumulative_time(res), res.algorithm)
+            handles[res.algorithm] = plots.band(ax, plots.steps(res), plots.cumulative_time(res), res.algorithm,
+                                                   plots.result_label(res))
             totals[res.algorithm] = plots.run_time(res)
         title = f"{problem} ({plots.seeds_note(shown)})"
         if totals.get("std_gp_ucb", 0) > 0 and "gssbo" in totals:

@@ -57,7 +57,7 @@ def main(argv=None):
         shown = list(runs)
         for i, res in enumerate(runs):
             z, m = setting(res)
-            name = f"GSSBO Z={z:g} (M={m})" if z == z else f"GSSBO M={m}"
+            name = plots.result_label(res) + (f" Z={z:g} (M={m})" if z == z else f" M={m}")
             shade = cmap(0.45 + 0.55 * (i + 1) / len(runs))
             h = plots.band(ax, plots.steps(res), plots.cumulative_regret(res), name=name, color=shade)
             if name not in labels:

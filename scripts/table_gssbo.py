@@ -30,14 +30,15 @@ REFERENCE = "std_gp_ucb"
 
 
 def variant(res) -> str:
-    """The row name: the algorithm, and GSSBO's Z / M when not the default (Fig. 4's runs)."""
+    """The row name: the algorithm; for GSSBO the subset rule it ran, and Z / M when not the default (Fig. 4)."""
     if res.algorithm != "gssbo":
         return res.algorithm
     h = res.hyperparameters
+    name = f"gssbo ({h['selection']})" if h.get("selection") else "gssbo"  # results from before the rules: none
     if h.get("M") is not None:
-        return f"gssbo M={h['M']}"
+        return f"{name} M={h['M']}"
     z = float(h.get("Z", 4.0))
-    return "gssbo" if z == 4.0 else f"gssbo Z={z:g}"
+    return name if z == 4.0 else f"{name} Z={z:g}"
 
 
 def best_results(results) -> dict:

@@ -86,7 +86,28 @@ def maximize(key, acq: Callable, incumbents, inc_mask, static: AcqStatic, lr=0.0
     return xs[j], vs[j], {"refine_gain": gain}
 
 
-__all__ = ["AcqStatic", "candidates", "refine", "maximize"]
+BETA_RULES = ("protocol", "theory")  # the UCB widths of ucb_width
+THEORY_DELTA = 0.1  # the failure probability of the theory rule
+
+
+def ucb_width(rule: str, beta_c, d: int, t):
+    """beta_t of the box algorithms' UCB = mu + sqrt(beta_t) sigma for the query of step ``t`` (>= 1).
+
+    ``protocol``: beta_c d log(2t), the paper protocol's width (docs/protocols.md#box-protocol; the scaled-down
+    rule of Kandasamy et al. 2015's experiments). ``theory``: Srinivas et al. (2010), Theorem 2, on the unit
+    box (r = 1) with a = b = 1 in its bound on the sample paths' derivatives and delta = ``THEORY_DELTA``:
+    beta_t = 2 log(2 t^2 pi^2 / (3 delta)) + 2 d log(t^2 d b r sqrt(log(4 d a / delta))); it ignores beta_c.
+    """
+    if rule == "protocol":
+        return beta_c * d * jnp.log(2.0 * t)
+    if rule == "theory":
+        delta, a, b, r = THEORY_DELTA, 1.0, 1.0, 1.0
+        return (2.0 * jnp.log(2.0 * t**2 * jnp.pi**2 / (3.0 * delta))
+                + 2.0 * d * jnp.log(t**2 * d * b * r * jnp.sqrt(jnp.log(4.0 * d * a / delta))))
+    raise ValueError(f"beta_rule={rule!r}: one of {list(BETA_RULES)}")
+
+
+__all__ = ["AcqStatic", "BETA_RULES", "candidates", "refine", "maximize", "ucb_width"]
 
 
 def maximize_ucb(key, predict: Callable, beta, x, y, valid, n_incumbents: int, static: AcqStatic, lr, local_scale):

@@ -57,6 +57,13 @@ def label(algorithm: str) -> str:
     return LABELS.get(algorithm, algorithm)
 
 
+def result_label(res) -> str:
+    """The legend name of a result: the algorithm's label, and for GSSBO the subset rule it ran (``pivoted``, the
+    default, is not the paper's gradient rule: docs/protocols.md#gssbo-subset-rules)."""
+    rule = (res.hyperparameters or {}).get("selection") if res.algorithm == "gssbo" else None
+    return f"{label(res.algorithm)} ({rule})" if rule else label(res.algorithm)
+
+
 def color(algorithm: str):
     return COLORS.get(algorithm)
 
@@ -193,7 +200,8 @@ def regret_panels(axes, problems, results, methods) -> dict:
         present = {r.algorithm for r in results if r.problem == problem} & set(methods)
         shown = [pick(results, problem, algorithm) for algorithm in ordered(present)]
         for res in shown:
-            handles[res.algorithm] = band(ax, steps(res), cumulative_regret(res), res.algorithm)
+            handles[res.algorithm] = band(ax, steps(res), cumulative_regret(res), res.algorithm,
+                                          result_label(res))
         ax.set_title(f"{problem} ({seeds_note(shown)})", loc="left", fontsize=10)
         ax.set_ylabel(r"cumulative regret $R_t$")
     return handles
@@ -223,7 +231,7 @@ def regret_rows(results, with_time: bool = False):
         shown = [pick(results, problem, a) for a in ordered({r.algorithm for r in results if r.problem == problem})]
         for res in shown:
             algorithm, t = res.algorithm, steps(res)
-            handles[algorithm] = band(row[0], t, cumulative_regret(res), algorithm)
+            handles[algorithm] = band(row[0], t, cumulative_regret(res), algorithm, result_label(res))
             band(row[1], t, regret_ratio(res), algorithm)
             if with_time:
                 band(row[2], t, cumulative_time(res), algorithm)
@@ -256,7 +264,8 @@ def finish_with_legend(fig, handles: dict, out_dir, name: str) -> list[Path]:
         ax.grid(alpha=0.3)
     order = ordered(handles)
     rows = 1 if len(order) <= 6 else 2
-    fig.legend([handles[a] for a in order], [label(a) for a in order], loc="lower center",
+    names = [handles[a].get_label() if not handles[a].get_label().startswith("_") else label(a) for a in order]
+    fig.legend([handles[a] for a in order], names, loc="lower center",
                ncol=math.ceil(len(order) / rows), frameon=False, bbox_to_anchor=(0.5, -0.02))
     fig.tight_layout(rect=(0, 0.05 * rows, 1, 1))
     paths = save_figure(fig, out_dir, name)
@@ -335,7 +344,7 @@ def script_main(main, argv=None) -> None:
 __all__ = [
     "Result", "ResultsError", "LABELS", "COLORS", "load_result", "load_results", "join_seed_slices", "pick", "problems_of",
     "cumulative_regret", "uniform_gap", "regret_ratio", "batch_size", "dict_size", "cumulative_time",
-    "run_time", "mean_std", "thin", "pyplot", "band", "regret_panels", "seeds_note", "save_figure", "add_also",
+    "run_time", "result_label", "mean_std", "thin", "pyplot", "band", "regret_panels", "seeds_note", "save_figure", "add_also",
     "also_results", "methods_figure", "panel_rows", "figure_parser",
     "script_main",
 ]

@@ -548,12 +548,13 @@ def test_gssbo_table_gives_regret_and_time_relative_to_gp_ucb(tmp_path, capsys):
         tracking.write_results(tmp_path / "r" / name, fake(), {"seed_axis": "map"})
 
     write("gp", "std_gp_ucb", regret_scale=2.0, time_scale=10.0)
-    write("gssbo", "gssbo", Z=4.0, M=None)
-    write("gssbo_z2", "gssbo", Z=2.0, M=None)
+    write("gssbo", "gssbo", Z=4.0, M=None, selection="pivoted")
+    write("gssbo_z2", "gssbo", Z=2.0, M=None, selection="pivoted")
     write("rssbo_powell", "rssbo", problem="powell50")
     rows = table.main(["--results", str(tmp_path / "r"), "--json", str(tmp_path / "t.json")])
     assert [(r["problem"], r["algorithm"]) for r in rows] == [
-        ("hartmann6", "std_gp_ucb"), ("hartmann6", "gssbo"), ("hartmann6", "gssbo Z=2"), ("powell50", "rssbo")]
+        ("hartmann6", "std_gp_ucb"), ("hartmann6", "gssbo (pivoted)"), ("hartmann6", "gssbo (pivoted) Z=2"),
+        ("powell50", "rssbo")]
     gp, gssbo = rows[0], rows[1]
     # Fake's final regrets are 3 and 2 (GP-UCB's twice that); its round times 0.6 s for the two seeds in sequence
     assert gssbo["regret_mean"] == pytest.approx(2.5) and gssbo["regret_std"] == pytest.approx(0.5)
@@ -561,7 +562,7 @@ def test_gssbo_table_gives_regret_and_time_relative_to_gp_ucb(tmp_path, capsys):
     assert gssbo["exec_s_per_seed"] == pytest.approx(0.3) and gssbo["time_vs_gp_ucb"] == pytest.approx(0.1)
     assert rows[3]["regret_vs_gp_ucb"] is None and rows[3]["time_vs_gp_ucb"] is None  # no GP-UCB on Powell50
     out = capsys.readouterr().out
-    assert "| hartmann6 | `gssbo` | 5 | 2 | 2.5 ± 0.5 | 0.50× | 0.3 | 10.0% | cpu:cpu float64 |" in out
+    assert "| hartmann6 | `gssbo (pivoted)` | 5 | 2 | 2.5 ± 0.5 | 0.50× | 0.3 | 10.0% | cpu:cpu float64 |" in out
     assert json.loads((tmp_path / "t.json").read_text()) == rows
     missing = run_script(SCRIPTS / "table_gssbo.py", "--results", tmp_path / "missing")
     assert missing.returncode == 2 and "table_gssbo.py: error:" in missing.stderr and "Traceback" not in missing.stderr
@@ -901,3 +902,14 @@ def test_quick_tabular_poster_runs_end_to_end(tmp_path):
         (p, a, 500 if a in ("bbkb", "bbkb_local", "eps_greedy") else 200)
         for p in ("nb201_cifar10", "fcnet_protein_structure")
         for a in ("bbkb", "bbkb_local", "bkb", "gp_ucb", "gp_bucb", "eps_greedy")}
+
+
+def test_gssbo_legends_name_the_subset_rule_it_ran():
+    """Issue 36: GSSBO's default rule (pivoted) is not the paper's gradient rule, so every legend names it."""
+    def res(algorithm, **hyper):
+        return plots.Result(Path("."), {"algorithm": algorithm, "problem": "hartmann6", "n_seeds": 1,
+                                        "hyperparameters": hyper}, {})
+
+    assert plots.result_label(res("gssbo", selection="pivoted")) == "GSSBO (pivoted)"
+    assert plots.result_label(res("gssbo", selection="projection")) == "GSSBO (projection)"
+    assert plots.result_label(res("rssbo")) == plots.label("rssbo")

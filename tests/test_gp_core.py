@@ -75,7 +75,47 @@ def test_gp_fit_is_checked_before_compilation():
     with pytest.raises(ValueError, match=r"algorithm.gp_fit='lbfgs' .*'adam', 'map'"):
         sb.run("gssbo", sb.make_problem("hartmann6"), T=30, params={"gp_fit": "lbfgs"}, progress=False)
     with pytest.raises(ValueError, match="gp_fit"):  # an algorithm with its own fit has no such switch
-        sb.run("vecchia_bo", sb.make_problem("hartmann6"), T=30, params={"gp_fit": "map"}, progress=False)
+        sb.run("dkl_ucb", sb.make_problem("hartmann6"), T=30, params={"gp_fit": "map"}, progress=False)
+
+
+def test_vecchia_map_fit_climbs_its_posterior_and_protocol_fit_unchanged():
+    """VecchiaBO's fit by hyper.maximise: map climbs Vecchia's log posterior above the warm start and above the
+    protocol's Adam with the same budget; adam is the protocol's projected Adam, step for step. (With two
+    lengthscales at their upper bound this projected L-BFGS does not reach the tolerance in 60 iterations.)"""
+    import optax
+
+    from sketchbo.algorithms import vecchia_bo as vb
+
+    rng = np.random.default_rng(3)
+    n, d, m = 50, 4, 8
+    X = jnp.asarray(rng.uniform(size=(n, d)))
+    y = jnp.sin(4 * X[:, 0]) + 0.5 * X[:, 1] ** 2
+    valid = jnp.ones((n,), bool)
+    Z = X / 0.3
+    idx, cmask = vb.conditioning_sets(Z, valid, vb.maximin_rank(Z, valid), m)
+    h0 = hyper.init_hyper(d, jnp.float64)
+    y_std, _, _ = hyper.standardise(y, valid)
+
+    def log_post(h):
+        return float(vb.vecchia_log_likelihood(h, X, y_std, valid, idx, cmask) + hyper.log_prior(h))
+
+    h_map, info = vb.fit_vecchia(h0, X, y, valid, idx, cmask, 60, 0.05, method="map")
+    h_adam60, _ = vb.fit_vecchia(h0, X, y, valid, idx, cmask, 60, 0.05, method="adam")
+    assert log_post(h_map) > log_post(hyper.project(h0)) + 5.0
+    assert log_post(h_map) > log_post(h_adam60) + 1.0
+    assert float(info["lml"]) == pytest.approx(
+        float(vb.vecchia_log_likelihood(h_map, X, y_std, valid, idx, cmask)), rel=1e-12)
+    assert np.exp(np.asarray(h_map.log_ls))[0] < np.exp(np.asarray(h_map.log_ls))[2:].min()  # x_0 matters most
+    # the protocol's fit: 5 projected Adam steps written out
+    h_adam, _ = vb.fit_vecchia(h0, X, y, valid, idx, cmask, 5, 0.05, method="adam")
+    opt, h, s = optax.adam(0.05), hyper.project(h0), None
+    s = opt.init(h)
+    for _ in range(5):
+        gr = jax.grad(lambda h: -vb.vecchia_log_likelihood(h, X, y_std, valid, idx, cmask) / n)(h)
+        upd, s = opt.update(gr, s, h)
+        h = hyper.project(optax.apply_updates(h, upd))
+    for a, b in zip(jax.tree.leaves(h_adam), jax.tree.leaves(h)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-14)
 
 
 def test_a_map_run_reports_which_queries_sit_on_a_face():
@@ -85,3 +125,29 @@ def test_a_map_run_reports_which_queries_sit_on_a_face():
     x = res.traces["x"]
     assert res.traces["on_face"].shape == (2, 24) and np.all(np.isfinite(res.best_reward))
     np.testing.assert_array_equal(res.traces["on_face"], np.any((x <= box.FACE_TOL) | (x >= 1 - box.FACE_TOL), -1))
+
+
+def test_ucb_width_rules_are_the_written_formulas():
+    """protocol: beta_c d log(2t); theory: Srinivas et al. 2010, Thm 2 with r = a = b = 1, delta = 0.1, written
+    out here in numpy; a bad rule is refused before compilation."""
+    import math
+
+    from sketchbo import acquisition
+
+    d, t, delta = 20, 300.0, acquisition.THEORY_DELTA
+    assert float(acquisition.ucb_width("protocol", 0.2, d, t)) == pytest.approx(0.2 * d * math.log(2 * t))
+    want = (2 * math.log(2 * t**2 * math.pi**2 / (3 * delta))
+            + 2 * d * math.log(t**2 * d * math.sqrt(math.log(4 * d / delta))))
+    assert float(acquisition.ucb_width("theory", 0.2, d, t)) == pytest.approx(want, rel=1e-12)
+    assert want > 20 * 0.2 * d * math.log(2 * t)  # the theory's width is far wider than the protocol's
+    with pytest.raises(ValueError, match="algorithm.beta_rule"):
+        sb.run("std_gp_ucb", sb.make_problem("hartmann6"), T=25, params={"beta_rule": "srinivas"})
+
+
+def test_theory_width_changes_the_queries_and_is_recorded():
+    prob = sb.make_problem("hartmann6")
+    runs = {rule: sb.run("std_gp_ucb", prob, T=24, params={"beta_rule": rule, "n0": 20}, progress=False)
+            for rule in ("protocol", "theory")}
+    assert runs["theory"].hyperparameters["beta_rule"] == "theory"
+    np.testing.assert_array_equal(runs["theory"].traces["x"][:, :20], runs["protocol"].traces["x"][:, :20])
+    assert not np.allclose(runs["theory"].traces["x"][:, 20:], runs["protocol"].traces["x"][:, 20:])

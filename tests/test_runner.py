@@ -255,3 +255,19 @@ def test_recorded_repetitions_are_the_feedback():
     second = np.isclose(y, samples[q, 1]) & (spread[q] != 0)
     assert np.all(np.isclose(y, samples[q, 0]) | np.isclose(y, samples[q, 1]))
     assert first.sum() > 20 and second.sum() > 20
+
+
+def test_stacked_keys_and_elements_are_the_per_seed_ones():
+    """The vectorised keys equal each seed's own keys (64-bit seeds too), and the elements are the grid
+    points outer, repeated per seed, padded by the last element."""
+    import jax
+
+    seeds = [0, 1, 7, 2**31 + 5, 2**33 + 5]
+    stacked = program.stacked_keys(seeds)
+    for i, seed in enumerate(seeds):
+        for own, all_ in zip(program.seed_keys(seed), stacked):
+            np.testing.assert_array_equal(jax.random.key_data(own), jax.random.key_data(all_[i]))
+    points = [{"a": np.float64(p), "b": np.full(2, 10.0 * p)} for p in range(3)]
+    el = program.stack_elements(points, n_seeds=2, n_devices=4)  # 6 elements padded to 8
+    np.testing.assert_array_equal(np.asarray(el["a"]), [0, 0, 1, 1, 2, 2, 2, 2])
+    np.testing.assert_array_equal(np.asarray(el["b"])[:, 0], [0, 0, 10, 10, 20, 20, 20, 20])

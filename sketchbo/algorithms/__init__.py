@@ -89,7 +89,8 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
 # fit_steps Adam steps (lr_fit) of the log marginal likelihood per round, warm-started; the acquisition
 # maximiser's sizes (n_uniform, n_local, n_starts, acq_steps, lr_acq, local_scale) are our choices.
 _BO = {"n0": 20, "beta_c": 0.2, "fit_steps": 20, "lr_fit": 0.05, "n_uniform": 2048, "n_local": 512,
-       "n_starts": 4, "acq_steps": 25, "lr_acq": 0.01, "local_scale": 0.05}
+       "n_starts": 4, "acq_steps": 25, "lr_acq": 0.01, "local_scale": 0.05, "beta_rule": "protocol"}
+# beta_rule: the UCB width (acquisition.ucb_width): protocol = beta_c d log(2t); theory = Srinivas et al. 2010, Thm 2
 # gp_fit: the GP core's hyperparameter fit (gp.hyper.FITS): adam = the paper protocol's maximum likelihood by
 # fit_steps Adam steps of lr_fit; map = MAP with the dimension-scaled lengthscale prior by L-BFGS to convergence
 # (at most fit_steps iterations; gp.hyper.log_prior). Every algorithm whose GP is gp.hyper's has it.
@@ -125,7 +126,7 @@ BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
                            "continuous", False, {**_GP, "m": 4}, "sequential", "box"),
     # m: conditioning-set size, fixed (32: our choice; Jimenez & Katzfuss grow it like 7.2 log10(n)^2)
     "vecchia_bo": AlgorithmSpec("vecchia_bo", "VecchiaBO: GP-UCB on a Vecchia GP (maximin order, m nearest "
-                                "earlier neighbours)", "continuous", False, {**_BO, "m": 32}, "sequential", "box"),
+                                "earlier neighbours)", "continuous", False, {**_GP, "m": 32}, "sequential", "box"),
     # GSSBO App. B.5 (Figs. 10-11); the paper gives no settings: every value is our choice unless marked.
     # hidden: MLP hidden widths; features: dkl_ucb's feature dimension; fit_steps / lr_fit: the joint Adam fit
     # of MLP weights and GP hyperparameters (dkl_ucb) or of the members (bnn_ucb) per round, warm-started
@@ -138,8 +139,8 @@ BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
     # the Gaussian NLL)
     "bnn_ucb": AlgorithmSpec("bnn_ucb", "BNN-UCB: deep ensemble of E MLPs, UCB = mean + kappa std "
                              "(Lakshminarayanan et al. 2017)", "continuous", False,
-                             {**{k: v for k, v in _BO.items() if k != "beta_c"}, "fit_steps": 100, "lr_fit": 0.01,
-                              "hidden": [50], "ensemble": 5, "kappa": 2.0}, "sequential", "box"),
+                             {**{k: v for k, v in _BO.items() if k not in ("beta_c", "beta_rule")}, "fit_steps": 100,
+                              "lr_fit": 0.01, "hidden": [50], "ensemble": 5, "kappa": 2.0}, "sequential", "box"),
 }
 
 # One registry for both domains; ALGORITHMS / BO_ALGORITHMS are its two domains

@@ -109,7 +109,7 @@ def make_dkl_bo(static: BOStatic) -> Algorithm:
         data = state.data
         valid, y = data_valid(data), data_mean(data)
         k, fit_info = fit_dkl(state.kernel, data.x, y, valid, static.fit_steps, params.lr_fit)
-        beta = params.beta_c * d * jnp.log(2.0 * (state.t + 1).astype(y.dtype))  # docs/protocols.md#box-protocol
+        beta = acquisition.ucb_width(static.beta_rule, params.beta_c, d, (state.t + 1).astype(y.dtype))
         x, val, acq_info = acquisition.maximize_ucb(key, dkl_predict(k, data.x, y, valid), beta, data.x, y, valid,
                                                     static.n_incumbents, static.acq, params.lr_acq,
                                                     params.local_scale)

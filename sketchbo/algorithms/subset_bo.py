@@ -92,6 +92,7 @@ class BOStatic(NamedTuple):
     selection: str = "pivoted"  # gssbo's rule: one of subset.SELECTIONS (default by measurement; "gradient" = "cosine")
     keep_best: bool = False  # also force the best observed sample into the subset (our option, not the paper's)
     gp_fit: str = "adam"  # the hyperparameter fit, one of gp.hyper.FITS (adam: the paper protocol; map: MAP, L-BFGS)
+    beta_rule: str = "protocol"  # the UCB width, one of acquisition.BETA_RULES (acquisition.ucb_width)
     hidden: tuple = ()  # hidden-layer widths of the MLPs of dkl_ucb and bnn_ucb (``dkl_bo.py``, ``bnn_bo.py``)
     features: int = 0  # dkl_ucb: width of the MLP's output, the features the GP's kernel sees
     ensemble: int = 0  # bnn_ucb: members E of the deep ensemble
@@ -100,7 +101,7 @@ class BOStatic(NamedTuple):
 class BOParams(NamedTuple):
     """Float hyperparameters (() arrays)."""
 
-    beta_c: jax.Array  # beta_t = beta_c d log(2t)
+    beta_c: jax.Array  # beta_t = beta_c d log(2t) (beta_rule protocol)
     sigma_d2: jax.Array  # GSSBO gradient-perturbation variance sigma_d^2
     C: jax.Array  # mini-META repetition threshold C~
     lr_fit: jax.Array  # Adam step of the hyperparameter fit
@@ -275,7 +276,7 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
         else:
             predict, noise = _nystrom_predict(h, data, idx, mask, valid, y)
         t_next = (state.t + 1).astype(y.dtype)
-        beta = params.beta_c * d * jnp.log(2.0 * t_next)  # docs/protocols.md#box-protocol
+        beta = acquisition.ucb_width(static.beta_rule, params.beta_c, d, t_next)
 
         x, val, acq_info = acquisition.maximize_ucb(k_acq, predict, beta, data.x, y, valid, static.n_incumbents,
                                                     static.acq, params.lr_acq, params.local_scale)

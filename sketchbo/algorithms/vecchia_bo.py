@@ -26,7 +26,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
 
 from sketchbo import acquisition
 from sketchbo.algorithms.common import Algorithm, Feedback, RoundInfo, StepInfo
@@ -171,27 +170,18 @@ def vecchia_log_likelihood(h: hyper.GPHyper, X, y_std, valid, idx, cmask):
     return jnp.sum(jnp.where(valid, ll, 0.0))
 
 
-def fit_vecchia(h0: hyper.GPHyper, X, y, valid, idx, cmask, steps: int, lr):
-    """Maximum Vecchia likelihood by ``steps`` projected Adam steps from h0 (NaN steps rejected, as
-    ``hyper.fit``). Returns (h, info) with info["lml"] Vecchia's log-likelihood at h."""
+def fit_vecchia(h0: hyper.GPHyper, X, y, valid, idx, cmask, steps: int, lr, method: str = "adam"):
+    """Vecchia's likelihood maximised from h0 by ``hyper.maximise``: ``adam``, ``steps`` projected Adam steps
+    (the protocol); ``map``, the MAP with ``hyper.log_prior`` by L-BFGS (at most ``steps`` iterations). NaN steps
+    are rejected, as ``hyper.fit``. Returns (h, info) with info["lml"] Vecchia's log-likelihood at h."""
     y_std, _, _ = hyper.standardise(y, valid)
     n = jnp.maximum(jnp.sum(valid), 1).astype(y.dtype)
-    opt = optax.adam(lr)
 
-    def loss(h):
-        return -vecchia_log_likelihood(h, X, y_std, valid, idx, cmask) / n
+    def objective(h):
+        return vecchia_log_likelihood(h, X, y_std, valid, idx, cmask)
 
-    def step(carry, _):
-        h, s = carry
-        g = jax.grad(loss)(h)
-        upd, s_new = opt.update(g, s, h)
-        h_new = hyper.project(optax.apply_updates(h, upd))
-        ok = jnp.all(jnp.array([jnp.all(jnp.isfinite(v)) for v in jax.tree.leaves(g)]))
-        return (jax.tree.map(lambda a, b: jnp.where(ok, a, b), h_new, h), s_new), None
-
-    h0 = hyper.project(h0)
-    (h, _), _ = jax.lax.scan(step, (h0, opt.init(h0)), None, length=steps)
-    return h, {"lml": -loss(h) * n}
+    h, iterations = hyper.maximise(objective, h0, n, steps, lr, method)
+    return h, {"lml": objective(h), "fit_iterations": iterations}
 
 
 def vecchia_predict(h: hyper.GPHyper, X, y, valid, m: int):
@@ -231,9 +221,10 @@ def make_vecchia_bo(static: BOStatic) -> Algorithm:
         valid, y = data_valid(data), data_mean(data)
         Z = data.x * jnp.exp(-state.hyper.log_ls)  # scaled inputs of the previous fit
         idx, cmask = conditioning_sets(Z, valid, maximin_rank(Z, valid), m)
-        h, fit_info = fit_vecchia(state.hyper, data.x, y, valid, idx, cmask, static.fit_steps, params.lr_fit)
+        h, fit_info = fit_vecchia(state.hyper, data.x, y, valid, idx, cmask, static.fit_steps, params.lr_fit,
+                                  static.gp_fit)
         predict = vecchia_predict(h, data.x, y, valid, m)
-        beta = params.beta_c * d * jnp.log(2.0 * (state.t + 1).astype(y.dtype))  # docs/protocols.md#box-protocol
+        beta = acquisition.ucb_width(static.beta_rule, params.beta_c, d, (state.t + 1).astype(y.dtype))
 
         x, val, acq_info = acquisition.maximize_ucb(key, predict, beta, data.x, y, valid, static.n_incumbents,
                                                     static.acq, params.lr_acq, params.local_scale)

@@ -94,6 +94,8 @@ def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict
         raise invalid_value("algorithm.selection", hyper["selection"], f"one of {list(_SELECTIONS)}")
     if "gp_fit" in hyper and hyper["gp_fit"] not in FITS:
         raise invalid_value("algorithm.gp_fit", hyper["gp_fit"], f"one of {list(FITS)}")
+    if "beta_rule" in hyper and hyper["beta_rule"] not in acquisition.BETA_RULES:
+        raise invalid_value("algorithm.beta_rule", hyper["beta_rule"], f"one of {list(acquisition.BETA_RULES)}")
     if "keep_best" in hyper and not isinstance(hyper["keep_best"], bool):
         raise invalid_value("algorithm.keep_best", hyper["keep_best"], "true or false")
     if "hidden" in hyper:
@@ -261,6 +263,7 @@ def static_config(algorithm: str, hyper: dict, d: int, T: int, cap: int) -> BOSt
     return BOStatic(variant=algorithm, d=d, T=T, cap=cap, n0=h["n0"], M=model_rows(algorithm, h, T),
                     fit_steps=h["fit_steps"], acq=acq, selection=h.get("selection", "pivoted"),
                     keep_best=h.get("keep_best", False), gp_fit=h.get("gp_fit", "adam"),
+                    beta_rule=h.get("beta_rule", "protocol"),
                     hidden=tuple(h.get("hidden", ())),
                     features=h.get("features", 0), ensemble=h.get("ensemble", 0))
 
@@ -287,8 +290,8 @@ def prepare(spec: RunSpec) -> Prepared:
     cap0 = min(cap0, T)
     rounds_per_call = spec.rounds_per_call or max(1, min(16, T // 50))
     keys = element_keys(spec.seeds, len(spec.points), spec.n_devices)
-    elements = stack_elements([(point_params(h, jdt), jnp.asarray(p.noise_std, jdt)) for h in spec.hypers
-                               for _ in spec.seeds], spec.n_devices)
+    elements = stack_elements([(point_params(h, jdt), jnp.asarray(p.noise_std, jdt)) for h in spec.hypers],
+                              len(spec.seeds), spec.n_devices)
 
     def program(capacities):
         static = static_config(spec.algorithm, h0, p.d, T, capacities["cap"])

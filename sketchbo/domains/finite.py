@@ -180,8 +180,8 @@ def prepare(spec: RunSpec) -> Prepared:
            for h in spec.hypers]  # xi^2 = lam (docs/protocols.md#finite-arm-protocol)
     rounds_per_call = spec.rounds_per_call or (4 if ALGORITHMS[spec.algorithm].batched else max(1, min(64, T // 100)))
     keys = element_keys(spec.seeds, len(spec.points), spec.n_devices)
-    params = stack_elements([_point_params(h, xi, kern[1], jdt) for h, xi in zip(spec.hypers, xis)
-                             for _ in spec.seeds], spec.n_devices)
+    params = stack_elements([_point_params(h, xi, kern[1], jdt) for h, xi in zip(spec.hypers, xis)],
+                            len(spec.seeds), spec.n_devices)
     recorded = None if p.samples is None else (jnp.asarray(p.samples, jdt), jnp.asarray(p.n_samples, jnp.int32))
     shared = (jnp.asarray(p.arms, jdt), jnp.asarray(p.f, jdt), recorded)
     alg_spec = ALGORITHMS[spec.algorithm]

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from sketchbo.algorithms.common import SEED_AXIS
 from sketchbo.engine.lapack_overlap import LapackOverlapWarning, overlapping_lapack_calls
@@ -35,8 +36,16 @@ def seed_keys(seed: int) -> SeedKeys:
     return SeedKeys(k_init, k_noise, k_select, k_resp)
 
 
+@jax.jit
+def _stacked_keys(seeds):
+    split = jax.vmap(lambda s: jax.random.split(jax.random.key(s), 4))(seeds)  # (S, 4)
+    return SeedKeys(*(split[:, i] for i in range(4)))
+
+
 def stacked_keys(seeds) -> SeedKeys:
-    return jax.tree.map(lambda *k: jnp.stack(k), *[seed_keys(s) for s in seeds])
+    """:func:`seed_keys` of every seed, stacked (S,): one vectorised program, not S eager calls (on an
+    accelerator each eager call is a dispatch and a transfer: seconds at 1,000 seeds)."""
+    return _stacked_keys(np.asarray(seeds, np.int64))
 
 
 def default_seed_axis() -> str:
@@ -67,12 +76,14 @@ def chunk_of_rounds(round_, active, rounds_per_call: int):
     return chunk
 
 
-def stack_elements(items: list, n_devices: int):
-    """Per-element pytrees (of arrays) stacked on a leading axis, padded to a multiple of ``n_devices`` by
-    repeats of the last element (whose results are dropped)."""
-    n_pad = -(-len(items) // n_devices) * n_devices - len(items)
-    items = list(items) + list(items[-1:]) * n_pad
-    return jax.tree.map(lambda *v: jnp.stack(v), *items)
+def stack_elements(points: list, n_seeds: int, n_devices: int):
+    """The program's elements of per-grid-point pytrees (of arrays): points outer, each repeated for its
+    ``n_seeds`` seeds, stacked on a leading axis and padded to a multiple of ``n_devices`` by repeats of the
+    last element (whose results are dropped). Stacked on the host, moved to the device once per leaf."""
+    n = len(points) * n_seeds
+    n_pad = -(-n // n_devices) * n_devices - n
+    index = np.concatenate([np.repeat(np.arange(len(points)), n_seeds), np.full(n_pad, len(points) - 1)])
+    return jax.tree.map(lambda *v: jnp.asarray(np.stack([np.asarray(a) for a in v])[index]), *points)
 
 
 def element_keys(seeds: list, n_points: int, n_devices: int) -> SeedKeys:

@@ -232,15 +232,15 @@ def log_prior(h: GPHyper):
 
 
 FITS = ("adam", "map")  # "adam": the paper protocol's ML fit by Adam steps; "map": MAP by L-BFGS to convergence
-LBFGS_TOL = 1e-5  # the map fit stops when the gradient's norm (of -objective / n) is below this
+LBFGS_TOL = 1e-5  # the map fit stops when the projected gradient's norm (of -objective / n) is below this
 
 
 def fit(h0: GPHyper, X, y, mask, steps: int, lr, bounds: HyperBounds = HyperBounds(), counts=None, inducing=None,
         method: str = "adam"):
     """The hyperparameters from the warm start ``h0``: ``method="adam"``, maximum likelihood by ``steps``
     projected Adam steps of rate ``lr`` (the paper protocol); ``method="map"``, the maximum a posteriori
-    with :func:`log_prior` by L-BFGS (``optax.lbfgs`` with its zoom line search) until the gradient's norm
-    is below :data:`LBFGS_TOL` or ``steps`` iterations, each projected onto the bounds (``lr`` unused).
+    with :func:`log_prior` by L-BFGS (``optax.lbfgs`` with its zoom line search) until the projected gradient's
+    norm is below :data:`LBFGS_TOL` or ``steps`` iterations, each projected onto the bounds (``lr`` unused).
 
     ``y`` are raw targets (standardised here). ``steps`` is static; ``lr`` may be traced. ``inducing``
     ``(Z (m, d), z_mask (m,))`` fits a sparse GP with those landmarks instead: the objective is Titsias'
@@ -251,8 +251,6 @@ def fit(h0: GPHyper, X, y, mask, steps: int, lr, bounds: HyperBounds = HyperBoun
     """
     if inducing is not None and counts is not None:
         raise ValueError("fit: counts (repeated rows) are not supported with inducing points")
-    if method not in FITS:
-        raise ValueError(f"fit: method={method!r}; choose one of {list(FITS)}")
     y_std, _, _ = standardise(y, mask)
     n = jnp.maximum(jnp.sum(mask), 1).astype(y.dtype)
 
@@ -261,13 +259,23 @@ def fit(h0: GPHyper, X, y, mask, steps: int, lr, bounds: HyperBounds = HyperBoun
             return log_marginal_likelihood(h, X, y_std, mask, counts)
         return collapsed_bound(h, X, y_std, mask, *inducing)
 
+    h, iterations = maximise(objective, h0, n, steps, lr, method, bounds)
+    return h, {"lml": objective(h), "fit_iterations": iterations}
+
+
+def maximise(objective, h0: GPHyper, n, steps: int, lr, method: str = "adam",
+             bounds: HyperBounds = HyperBounds()):
+    """The hyperparameters maximising ``objective(h)`` (a log likelihood of n rows; ``method="map"`` adds
+    :func:`log_prior`) from the projected warm start ``h0``, by :func:`fit`'s methods (``steps``, ``lr`` as
+    there). Returns ``(h, iterations)``."""
+    if method not in FITS:
+        raise ValueError(f"method={method!r}; choose one of {list(FITS)}")
+
     def loss(h):
         return -(objective(h) + (log_prior(h) if method == "map" else 0.0)) / n
 
-    h0 = project(h0, bounds)
     run = _lbfgs if method == "map" else _adam
-    h, iterations = run(loss, h0, steps, lr, bounds)
-    return h, {"lml": objective(h), "fit_iterations": iterations}
+    return run(loss, project(h0, bounds), steps, lr, bounds)
 
 
 def _finite(tree):
@@ -288,6 +296,12 @@ def _adam(loss, h0, steps, lr, bounds):
     return h, jnp.asarray(steps, jnp.int32)
 
 
+def _projected_gradient_norm(h, g, bounds):
+    """||h - project(h - g)||: the gradient's norm with the components that push against an active bound
+    left out (0 exactly at a bound-constrained stationary point)."""
+    return optax.tree.norm(jax.tree.map(jnp.subtract, h, project(jax.tree.map(jnp.subtract, h, g), bounds)))
+
+
 def _lbfgs(loss, h0, steps, lr, bounds):
     del lr
     opt = optax.lbfgs()
@@ -300,7 +314,7 @@ def _lbfgs(loss, h0, steps, lr, bounds):
         h_new = project(optax.apply_updates(h, upd), bounds)
         ok = _finite(g) & _finite(h_new)
         h_new = jax.tree.map(lambda a, b: jnp.where(ok, a, b), h_new, h)
-        return h_new, s_new, i + 1, ok & (optax.tree.norm(g) > LBFGS_TOL)
+        return h_new, s_new, i + 1, ok & (_projected_gradient_norm(h, g, bounds) > LBFGS_TOL)
 
     def cond(c):
         return (c[2] < steps) & c[3]

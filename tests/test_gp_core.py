@@ -108,7 +108,7 @@ def test_vecchia_map_fit_climbs_its_posterior_and_protocol_fit_unchanged():
     assert np.exp(np.asarray(h_map.log_ls))[0] < np.exp(np.asarray(h_map.log_ls))[2:].min()  # x_0 matters most
     # the protocol's fit: 5 projected Adam steps written out
     h_adam, _ = vb.fit_vecchia(h0, X, y, valid, idx, cmask, 5, 0.05, method="adam")
-    opt, h, s = optax.adam(0.05), hyper.project(h0), None
+    opt, h = optax.adam(0.05), hyper.project(h0)
     s = opt.init(h)
     for _ in range(5):
         gr = jax.grad(lambda h: -vb.vecchia_log_likelihood(h, X, y_std, valid, idx, cmask) / n)(h)

@@ -52,7 +52,7 @@ def compute(n: int, buffer: int, n0: int, seed: int, quick: bool) -> dict:
     if not n0 < buffer < n:
         raise ValueError(f"--n0={n0}, --buffer={buffer}, --n={n}: need n0 < buffer < n")
     problem = make_problem("hartmann6")
-    params = {"n0": n0, **(QUICK if quick else {})}
+    params = {"n0": n0, "gp_core": "protocol", **(QUICK if quick else {})}  # the paper protocol's GP core
     res = sb.run("std_gp_ucb", problem, T=n, seed=seed, params=params, progress=False)
     X = jnp.asarray(res.traces["x"][0])
     y = jnp.asarray(res.traces["reward"][0])

@@ -9,6 +9,8 @@ Variants (``--variants``; every other hyperparameter is the algorithm's default)
 * ``beta`` — the protocol's fit with β_c = 0.02;
 * ``map+beta`` — both;
 * ``theory``, ``map+theory`` — the width of Srinivas et al. (2010), Thm 2 (``beta_rule=theory``), with either fit.
+* ``map+beta+bilog``, ``map+beta+copula`` — ``map+beta`` with the GP on warped targets (``output_warp``:
+  sign(z) log(1 + |z|) of the standardised targets, or the normal scores of their ranks).
 
 Each (problem, algorithm, variant, T, seeds) is one ``sketchbo.run`` of S seeds in one program, saved as one JSON
 file under ``--out`` (written whole, then renamed: an interrupted ablation resumes and skips what is on disk).
@@ -34,13 +36,16 @@ import numpy as np
 import sketchbo as sb
 
 SYNTHETIC = ["eggholder2", "hartmann6", "levy20", "powell50", "rastrigin100"]  # the box benchmarks with known f*
+# Every variant starts from the paper protocol's core (gp_core=protocol) and changes only what it names
 VARIANTS = {  # the UCB width rules of sketchbo.acquisition.ucb_width
-    "protocol": {"gp_fit": "adam", "beta_c": 0.2},
-    "map": {"gp_fit": "map", "beta_c": 0.2},
-    "beta": {"gp_fit": "adam", "beta_c": 0.02},
-    "map+beta": {"gp_fit": "map", "beta_c": 0.02},
-    "theory": {"gp_fit": "adam", "beta_rule": "theory"},
-    "map+theory": {"gp_fit": "map", "beta_rule": "theory"},
+    "protocol": {"gp_core": "protocol", "gp_fit": "adam", "beta_c": 0.2},
+    "map": {"gp_core": "protocol", "gp_fit": "map", "beta_c": 0.2},
+    "beta": {"gp_core": "protocol", "gp_fit": "adam", "beta_c": 0.02},
+    "map+beta": {"gp_core": "protocol", "gp_fit": "map", "beta_c": 0.02},
+    "theory": {"gp_core": "protocol", "gp_fit": "adam", "beta_rule": "theory"},
+    "map+theory": {"gp_core": "protocol", "gp_fit": "map", "beta_rule": "theory"},
+    "map+beta+bilog": {"gp_core": "protocol", "gp_fit": "map", "beta_c": 0.02, "output_warp": "bilog"},
+    "map+beta+copula": {"gp_core": "protocol", "gp_fit": "map", "beta_c": 0.02, "output_warp": "copula"},
 }
 
 

@@ -16,14 +16,11 @@ load: each row states the device its run recorded.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from sketchbo import plots
-from sketchbo.tracking import atomic_write_text
 
 HINT = "run `scripts/reproduce.sh paper --only gssbo_fig2` (or quick) first"
 REFERENCE = "std_gp_ucb"
@@ -75,14 +72,6 @@ def rows(results) -> list[dict]:
     return out
 
 
-def number(v: float) -> str:
-    """195, 84.1, 0.0642, 2.885e8: whole numbers up to 10^5, four digits beyond, three below 100."""
-    if abs(v) >= 1e5:
-        mantissa, exponent = f"{v:.3e}".split("e")
-        return f"{mantissa}e{int(exponent)}"
-    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
-
-
 def markdown(table: list[dict]) -> str:
     lines = ["| problem | algorithm | T | seeds | R_T mean ± sd | R_T / GP-UCB | exec s / seed | time / GP-UCB "
              "| device |", "|---|---|---|---|---|---|---|---|---|"]
@@ -90,7 +79,7 @@ def markdown(table: list[dict]) -> str:
         ratio = "" if r["regret_vs_gp_ucb"] is None else f"{r['regret_vs_gp_ucb']:.2f}×"
         share = "" if r["time_vs_gp_ucb"] is None else f"{r['time_vs_gp_ucb']:.1%}"
         lines.append(f"| {r['problem']} | `{r['algorithm']}` | {r['T']} | {r['seeds']} | "
-                     f"{number(r['regret_mean'])} ± {number(r['regret_std'])} | {ratio} | "
+                     f"{plots.number(r['regret_mean'])} ± {plots.number(r['regret_std'])} | {ratio} | "
                      f"{r['exec_s_per_seed']:.1f} | {share} | {r['device']} {r['dtype']} |")
     return "\n".join(lines)
 
@@ -103,16 +92,9 @@ def main(argv=None) -> list[dict]:
     args = parser.parse_args(argv)
     results = plots.load_results(args.results, HINT) + plots.also_results(args, HINT)
     table = rows(results)
-    print(markdown(table))
-    if args.json is not None:
-        atomic_write_text(args.json, json.dumps(table, indent=1) + "\n")
-        print(f"wrote {args.json}")
+    plots.print_table(table, markdown(table), args.json)
     return table
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except plots.ResultsError as err:
-        print(f"{Path(sys.argv[0]).name}: error: {err}", file=sys.stderr)
-        sys.exit(2)
+    plots.script_main(main, wrote=False)

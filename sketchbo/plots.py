@@ -18,6 +18,7 @@ Figures are written with matplotlib's Agg backend (no display needed), as PNG an
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from pathlib import Path
@@ -154,6 +155,14 @@ def run_time(result: Result) -> float:
     if result.parts:
         return sum(p.n_seeds * run_time(p) for p in result.parts) / result.n_seeds
     return float(np.sum(np.asarray(result.traces["round_time_s"], dtype=np.float64)) * time_scale(result))
+
+
+def number(v: float) -> str:
+    """195, 84.1, 0.0642, 2.885e8 (for tables): whole numbers up to 10^5, four digits beyond, three below 100."""
+    if abs(v) >= 1e5:
+        mantissa, exponent = f"{v:.3e}".split("e")
+        return f"{mantissa}e{int(exponent)}"
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
 def mean_std(curves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -329,22 +338,32 @@ def figure_parser(description: str, results_help: str) -> argparse.ArgumentParse
     return parser
 
 
-def script_main(main, argv=None) -> None:
-    """Run a plot script's ``main(argv)``: print the written files; ResultsError -> stderr, exit status 2."""
+def script_main(main, argv=None, wrote: bool = True) -> None:
+    """Run a plot or table script's ``main(argv)``: print the files it returns (``wrote``: a plot script's);
+    ResultsError -> stderr, exit status 2."""
     prog = Path(sys.argv[0]).name
     try:
         paths = main(argv)
     except ResultsError as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
         sys.exit(2)
-    for path in paths:
+    for path in paths if wrote else ():
         print(f"wrote {path}")
+
+
+def print_table(rows: list[dict], text: str, json_path=None) -> None:
+    """A table script's output: the Markdown ``text``; with ``json_path`` also its ``rows`` as JSON, written whole."""
+    print(text)
+    if json_path is not None:
+        tracking.atomic_write_text(json_path, json.dumps(rows, indent=1) + "\n")
+        print(f"wrote {json_path}")
 
 
 __all__ = [
     "Result", "ResultsError", "LABELS", "COLORS", "load_result", "load_results", "join_seed_slices", "pick", "problems_of",
     "cumulative_regret", "uniform_gap", "regret_ratio", "batch_size", "dict_size", "cumulative_time",
-    "run_time", "result_label", "mean_std", "thin", "pyplot", "band", "regret_panels", "seeds_note", "save_figure", "add_also",
+    "run_time", "number", "print_table", "result_label", "mean_std", "thin", "pyplot", "band", "regret_panels",
+    "seeds_note", "save_figure", "add_also",
     "also_results", "methods_figure", "panel_rows", "figure_parser",
     "script_main",
 ]

@@ -182,6 +182,8 @@ def joined_result(parts: list[Result]) -> Result:
     for key in tracking.PER_SEED_KEYS:
         if all(key in p.summary for p in parts):
             summary[key] = [v for p in parts for v in p.summary[key]]
+    if all(isinstance(p.summary.get("certificates"), list) for p in parts):  # finite-arm runs: one per seed
+        summary["certificates"] = [c for p in parts for c in p.summary["certificates"]]
     traces = {key: np.concatenate([p.traces[key] for p in parts]) for key in TRACE_KEYS}
     return Result(parts[0].path, summary, traces, parts=tuple(parts))
 

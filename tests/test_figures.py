@@ -215,6 +215,14 @@ def test_runs_of_one_config_on_disjoint_seeds_read_as_one_result(tmp_path, capsy
     gpu = type("G", (Third,), {"device": "gpu:cuda"})
     tracking.write_results(tmp_path / "gpu" / "b", gpu(), {**config, "seed": 2, "n_seeds": 1})
     assert sorted(r.n_seeds for r in plots.load_results(tmp_path / "gpu")) == [1, 2]
+    # the theory certificates, one per seed, join as the per-seed lists do
+    certified = tmp_path / "certs"
+    with_certs = type("A", (Fake,), {"certificates": [{"d_eff": 1.0}, {"d_eff": 2.0}]})
+    tracking.write_results(certified / "a", with_certs(), {**config, "seed": 0, "n_seeds": 2})
+    tracking.write_results(certified / "b", type("C", (Third,), {"certificates": [{"d_eff": 3.0}]})(),
+                           {**config, "seed": 2, "n_seeds": 1})
+    (joined,) = plots.load_results(certified)
+    assert [c["d_eff"] for c in joined.summary["certificates"]] == [1.0, 2.0, 3.0]
 
 
 def test_panel_titles_state_the_seed_counts():
@@ -741,6 +749,29 @@ def test_plot_script_on_tiny_results_writes_png_and_pdf(tiny_results, tmp_path, 
     assert f"wrote {tmp_path / name}.png" in proc.stdout
 
 
+def test_bbkb_table_reads_every_column_from_the_runs(tiny_results, tmp_path):
+    """scripts/table_bbkb.py: one row per algorithm; regret, batches and dictionaries as the summaries record
+    them; EpsGreedy without a dictionary; certificates only where the run stored them."""
+    table = load_module(SCRIPTS / "table_bbkb.py")
+    rows = table.main(["--results", str(tiny_results / "fig1"), "--json", str(tmp_path / "t.json")])
+    assert [r["algorithm"] for r in rows] == plots.ordered(["bbkb", "bkb", "gp_bucb", "eps_greedy"])
+    for r in rows:
+        summary = json.loads((tiny_results / "fig1" / r["algorithm"] / "summary.json").read_text())
+        assert r["regret_mean"] == pytest.approx(np.mean(summary["cumulative_regret"]))
+        assert r["ratio_mean"] == pytest.approx(np.mean(summary["regret_ratio"]))
+        assert r["n_batches_max"] == max(summary["n_batches"]) and r["T"] == 40 and r["seeds"] == 2
+        if r["algorithm"] == "eps_greedy":
+            assert r["max_dict_size_mean"] is None
+        else:
+            assert r["max_dict_size_max"] == max(summary["max_dict_size"])
+        assert r["dict_bound"] is None and r["paper_largest_batch"] is None  # no certificates; not the paper's problems
+    assert json.loads((tmp_path / "t.json").read_text()) == rows
+    fake = type("R", (), {"summary": {"certificates": [{"dict_bound": 9.0}, {"dict_bound": 7.0}]}})
+    assert table.certificate(fake, "dict_bound").tolist() == [9.0, 7.0] and table.certificate(fake, "d_eff") is None
+    missing = run_script(SCRIPTS / "table_bbkb.py", "--results", tmp_path / "missing")
+    assert missing.returncode == 2 and "table_bbkb.py: error:" in missing.stderr and "Traceback" not in missing.stderr
+
+
 @pytest.mark.parametrize("script", ["plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py",
                                     "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py",
                                     "plot_gssbo_fig7.py", "plot_gssbo_fig9.py", "plot_gssbo_dkl_bnn.py", "plot_sbpe.py",
@@ -913,3 +944,24 @@ def test_gssbo_legends_name_the_subset_rule_it_ran():
     assert plots.result_label(res("gssbo", selection="pivoted")) == "GSSBO (pivoted)"
     assert plots.result_label(res("gssbo", selection="projection")) == "GSSBO (projection)"
     assert plots.result_label(res("rssbo")) == plots.label("rssbo")
+
+
+def test_bkb_fig1_the_nystrom_engine_is_finite_on_the_papers_grid():
+    """BKB Fig. 1's own setting (1000 arms on [0, 1], near-duplicate dictionary points): the engine's posterior
+    (``nystrom.posterior``, V from the embedded pulled arms) is finite at every panel and equals the
+    independent embedded computation of the experiment script."""
+    d = bkb_fig1.compute()
+    kernel, lam = get_kernel("rbf"), d["lam"]
+    kparams = kernel_params("rbf", 1, sigma2=1.0 / d["precision"])
+    arms = jnp.asarray(d["x"][:, None])
+    for i, t in enumerate(d["ts"]):
+        counts = np.bincount(d["obs_idx"][:t], minlength=arms.shape[0]).astype(float)
+        ysum = np.bincount(d["obs_idx"][:t], weights=d["obs_y"][:t], minlength=arms.shape[0])
+        S = d["dict_idx"][i][d["dict_idx"][i] >= 0]
+        u = np.nonzero(counts)[0]
+        post = nystrom.posterior(kernel, kparams, arms, kernel.diag(kparams, arms), jnp.asarray(S),
+                                 jnp.ones(S.size, bool), jnp.asarray(u), jnp.ones(u.size, bool), jnp.asarray(counts),
+                                 jnp.asarray(ysum), lam)
+        assert np.all(np.isfinite(post.mean)) and np.all(np.isfinite(post.var)), t
+        np.testing.assert_allclose(post.mean, d["bkb_mean"][i], atol=1e-5)
+        np.testing.assert_allclose(lam * np.asarray(post.var), d["bkb_var"][i], atol=1e-5)

@@ -151,3 +151,37 @@ def test_theory_width_changes_the_queries_and_is_recorded():
     assert runs["theory"].hyperparameters["beta_rule"] == "theory"
     np.testing.assert_array_equal(runs["theory"].traces["x"][:, :20], runs["protocol"].traces["x"][:, :20])
     assert not np.allclose(runs["theory"].traces["x"][:, 20:], runs["protocol"].traces["x"][:, 20:])
+
+
+def test_output_warps_are_the_written_out_monotone_maps():
+    """bilog: sign(z) log(1 + |z|) of the standardised targets; copula: Phi^-1((rank + 1/2) / n); masked rows 0."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(3)
+    y = np.concatenate([rng.standard_cauchy(9), [1e6], rng.normal(size=4)])  # heavy-tailed, one huge outlier
+    mask = np.ones(y.size, bool)
+    mask[[2, 11]] = False
+    v = y[mask]
+    z = (v - v.mean()) / v.std()
+    bilog = np.asarray(hyper.warp_outputs("bilog", jnp.asarray(y), jnp.asarray(mask)))
+    np.testing.assert_allclose(bilog[mask], np.sign(z) * np.log1p(np.abs(z)), rtol=1e-12)
+    copula = np.asarray(hyper.warp_outputs("copula", jnp.asarray(y), jnp.asarray(mask)))
+    ranks = np.argsort(np.argsort(v))
+    np.testing.assert_allclose(copula[mask], norm.ppf((ranks + 0.5) / v.size), rtol=1e-10)
+    for warped in (bilog, copula):
+        assert np.all(warped[~mask] == 0.0)
+        np.testing.assert_array_equal(np.argsort(warped[mask]), np.argsort(v))  # the order, hence the incumbent
+    assert np.max(np.abs(copula)) < 2.0 < np.max(np.abs(z))  # the outlier no longer dominates
+    np.testing.assert_array_equal(hyper.warp_outputs("none", jnp.asarray(y), jnp.asarray(mask)), y)
+    with pytest.raises(ValueError, match="algorithm.output_warp"):
+        sb.run("std_gp_ucb", sb.make_problem("hartmann6"), T=25, params={"output_warp": "log"})
+
+
+@pytest.mark.parametrize("algorithm", ["std_gp_ucb", "vecchia_bo"])
+def test_output_warp_changes_the_queries_and_is_recorded(algorithm):
+    prob = sb.make_problem("hartmann6")
+    runs = {w: sb.run(algorithm, prob, T=24, params={"output_warp": w, "n0": 20}, progress=False)
+            for w in ("none", "copula")}
+    assert runs["copula"].hyperparameters["output_warp"] == "copula"
+    np.testing.assert_array_equal(runs["copula"].traces["x"][:, :20], runs["none"].traces["x"][:, :20])
+    assert not np.allclose(runs["copula"].traces["x"][:, 20:], runs["none"].traces["x"][:, 20:])

@@ -93,6 +93,7 @@ class BOStatic(NamedTuple):
     keep_best: bool = False  # also force the best observed sample into the subset (our option, not the paper's)
     gp_fit: str = "adam"  # the hyperparameter fit, one of gp.hyper.FITS (adam: the paper protocol; map: MAP, L-BFGS)
     beta_rule: str = "protocol"  # the UCB width, one of acquisition.BETA_RULES (acquisition.ucb_width)
+    output_warp: str = "none"  # the targets the GP models, one of gp.hyper.OUTPUT_WARPS (hyper.warp_outputs)
     hidden: tuple = ()  # hidden-layer widths of the MLPs of dkl_ucb and bnn_ucb (``dkl_bo.py``, ``bnn_bo.py``)
     features: int = 0  # dkl_ucb: width of the MLP's output, the features the GP's kernel sees
     ensemble: int = 0  # bnn_ucb: members E of the deep ensemble
@@ -262,7 +263,7 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
         k_sel, k_acq = jax.random.split(key)
         data = state.data
         valid = data_valid(data)
-        y = data_mean(data)
+        y = hyper.warp_outputs(static.output_warp, data_mean(data), valid)
         idx, mask = choose_rows(k_sel, state, params, valid, y)
         counts = data.count[idx] if merge else None
         if engine == "nystrom":  # every sample, the landmarks fixed: Titsias' collapsed bound (hyper.collapsed_bound)

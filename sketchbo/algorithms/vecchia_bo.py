@@ -218,7 +218,8 @@ def make_vecchia_bo(static: BOStatic) -> Algorithm:
 
     def resparsify(key, state: VecchiaState, params: BOParams):
         data = state.data
-        valid, y = data_valid(data), data_mean(data)
+        valid = data_valid(data)
+        y = hyper.warp_outputs(static.output_warp, data_mean(data), valid)
         Z = data.x * jnp.exp(-state.hyper.log_ls)  # scaled inputs of the previous fit
         idx, cmask = conditioning_sets(Z, valid, maximin_rank(Z, valid), m)
         h, fit_info = fit_vecchia(state.hyper, data.x, y, valid, idx, cmask, static.fit_steps, params.lr_fit,

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sketchbo import acquisition
-from sketchbo.algorithms import BO_ALGORITHMS, BOParams, BoxSet, BOStatic, Feedback, build_bo
+from sketchbo.algorithms import BO_ALGORITHMS, GP_CORES, BOParams, BoxSet, BOStatic, Feedback, build_bo
 from sketchbo.algorithms.common import present
 from sketchbo.algorithms.subset_bo import VARIANTS, dynamic_buffer_size
 from sketchbo.engine import checkpoint as ckpt
@@ -37,7 +37,7 @@ from sketchbo.engine.program import (
 from sketchbo.engine.result import RunResult, result
 from sketchbo.engine.rounds import finish_batch, select_batch
 from sketchbo.engine.validate import check_float, check_int, invalid_value, with_defaults
-from sketchbo.gp.hyper import FITS
+from sketchbo.gp.hyper import FITS, OUTPUT_WARPS
 from sketchbo.problems.continuous import ContinuousProblem, batch_values, estimate_uniform_mean, to_box, value
 
 
@@ -84,6 +84,10 @@ def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict
         raise ValueError(f"algorithm={algorithm!r} is not a continuous-domain algorithm; choose one of "
                          f"{sorted(BO_ALGORITHMS)}")
     hyper = with_defaults(algorithm, BO_ALGORITHMS[algorithm].defaults, params)
+    if "gp_core" in hyper:  # the core's values for the keys left at None
+        if hyper["gp_core"] not in GP_CORES:
+            raise invalid_value("algorithm.gp_core", hyper["gp_core"], f"one of {list(GP_CORES)}")
+        hyper.update({k: v for k, v in GP_CORES[hyper["gp_core"]].items() if hyper.get(k) is None})
     for key, lo in _INTS.items():
         if key in hyper:
             hyper[key] = check_int(f"algorithm.{key}", hyper[key], lo)
@@ -96,6 +100,8 @@ def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict
         raise invalid_value("algorithm.gp_fit", hyper["gp_fit"], f"one of {list(FITS)}")
     if "beta_rule" in hyper and hyper["beta_rule"] not in acquisition.BETA_RULES:
         raise invalid_value("algorithm.beta_rule", hyper["beta_rule"], f"one of {list(acquisition.BETA_RULES)}")
+    if "output_warp" in hyper and hyper["output_warp"] not in OUTPUT_WARPS:
+        raise invalid_value("algorithm.output_warp", hyper["output_warp"], f"one of {list(OUTPUT_WARPS)}")
     if "keep_best" in hyper and not isinstance(hyper["keep_best"], bool):
         raise invalid_value("algorithm.keep_best", hyper["keep_best"], "true or false")
     if "hidden" in hyper:
@@ -263,7 +269,7 @@ def static_config(algorithm: str, hyper: dict, d: int, T: int, cap: int) -> BOSt
     return BOStatic(variant=algorithm, d=d, T=T, cap=cap, n0=h["n0"], M=model_rows(algorithm, h, T),
                     fit_steps=h["fit_steps"], acq=acq, selection=h.get("selection", "pivoted"),
                     keep_best=h.get("keep_best", False), gp_fit=h.get("gp_fit", "adam"),
-                    beta_rule=h.get("beta_rule", "protocol"),
+                    beta_rule=h.get("beta_rule", "protocol"), output_warp=h.get("output_warp", "none"),
                     hidden=tuple(h.get("hidden", ())),
                     features=h.get("features", 0), ensemble=h.get("ensemble", 0))
 

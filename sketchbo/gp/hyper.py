@@ -258,7 +258,7 @@ def log_prior(h: GPHyper):
 
 FITS = ("adam", "map")  # "adam": the paper protocol's ML fit by Adam steps; "map": MAP by L-BFGS to convergence
 LBFGS_TOL = 1e-5  # the map fit stops when the projected gradient's norm (of -objective / n) is below this
-LBFGS_BACKTRACKS = 20  # most step halvings (by 0.8) of the map fit's line search per iteration
+LBFGS_BACKTRACKS = 20  # most step shrinkings (each by 0.8) of the map fit's line search per iteration
 
 
 def fit(h0: GPHyper, X, y, mask, steps: int, lr, bounds: HyperBounds = HyperBounds(), counts=None, inducing=None,

@@ -1,7 +1,7 @@
 """Ablation of the box GP core (docs/reproductions.md#box-gp-core): the hyperparameter fit and the UCB width,
 each alone and together, for the box algorithms on the continuous benchmarks.
 
-Variants (``--variants``; every other hyperparameter is the algorithm's default):
+Variants (``--variants``; every other hyperparameter is the paper protocol's core, ``gp_core=protocol``):
 
 * ``protocol`` — the paper protocol's core: 20 warm-started Adam steps on the marginal likelihood, β_c = 0.2;
 * ``map`` — MAP hyperparameters (``gp_fit=map``: dimension-scaled LogNormal lengthscale prior, L-BFGS to
@@ -36,16 +36,16 @@ import numpy as np
 import sketchbo as sb
 
 SYNTHETIC = ["eggholder2", "hartmann6", "levy20", "powell50", "rastrigin100"]  # the box benchmarks with known f*
-# Every variant starts from the paper protocol's core (gp_core=protocol) and changes only what it names
-VARIANTS = {  # the UCB width rules of sketchbo.acquisition.ucb_width
-    "protocol": {"gp_core": "protocol", "gp_fit": "adam", "beta_c": 0.2},
-    "map": {"gp_core": "protocol", "gp_fit": "map", "beta_c": 0.2},
-    "beta": {"gp_core": "protocol", "gp_fit": "adam", "beta_c": 0.02},
-    "map+beta": {"gp_core": "protocol", "gp_fit": "map", "beta_c": 0.02},
-    "theory": {"gp_core": "protocol", "gp_fit": "adam", "beta_rule": "theory"},
-    "map+theory": {"gp_core": "protocol", "gp_fit": "map", "beta_rule": "theory"},
-    "map+beta+bilog": {"gp_core": "protocol", "gp_fit": "map", "beta_c": 0.02, "output_warp": "bilog"},
-    "map+beta+copula": {"gp_core": "protocol", "gp_fit": "map", "beta_c": 0.02, "output_warp": "copula"},
+BASE = {"gp_core": "protocol"}  # every variant starts from the paper protocol's core and changes what it names
+VARIANTS = {
+    "protocol": {},
+    "map": {"gp_fit": "map"},
+    "beta": {"beta_c": 0.02},
+    "map+beta": {"gp_fit": "map", "beta_c": 0.02},
+    "theory": {"beta_rule": "theory"},  # the width rules of sketchbo.acquisition.ucb_width
+    "map+theory": {"gp_fit": "map", "beta_rule": "theory"},
+    "map+beta+bilog": {"gp_fit": "map", "beta_c": 0.02, "output_warp": "bilog"},
+    "map+beta+copula": {"gp_fit": "map", "beta_c": 0.02, "output_warp": "copula"},
 }
 
 
@@ -66,8 +66,8 @@ def summarise(res, n0: int) -> dict:
 
 
 def run_one(problem: str, algorithm: str, variant: str, T: int, seeds: int, fit_steps: int) -> dict:
-    params = dict(VARIANTS[variant])
-    if params["gp_fit"] == "map":
+    params = {**BASE, **VARIANTS[variant]}
+    if params.get("gp_fit") == "map":
         params["fit_steps"] = fit_steps
     res = sb.run(algorithm, sb.make_problem(problem), T=T, n_seeds=seeds, params=params, progress=False)
     row = summarise(res, int(res.hyperparameters.get("n0", 0)))

@@ -99,7 +99,8 @@ _BO = {"n0": 20, "beta_c": 0.2, "fit_steps": 20, "lr_fit": 0.05, "n_uniform": 20
 # maps for heavy-tailed objectives
 # gp_core: the defaults of gp_fit, beta_c and fit_steps for every algorithm on gp.hyper's GP (a key set to a value
 # wins over its core; null takes the core's). map, the default: MAP by at most 50 L-BFGS iterations and
-# beta_c = 0.02, the best of the ablation on Hartmann6, Levy20, Powell50 and Rastrigin100 for GP-UCB and GSSBO
+# beta_c = 0.02, the best variant without an output warp of the ablation on Hartmann6, Levy20, Powell50 and
+# Rastrigin100 for GP-UCB and GSSBO (the other algorithms not measured)
 # (docs/reproductions.md#box-gp-core); protocol: the GSSBO paper protocol's 20 Adam steps and beta_c = 0.2.
 GP_CORES = {"map": {"gp_fit": "map", "beta_c": 0.02, "fit_steps": 50},
             "protocol": {"gp_fit": "adam", "beta_c": 0.2, "fit_steps": 20}}

@@ -11,6 +11,9 @@ Variants (``--variants``; every other hyperparameter is the paper protocol's cor
 * ``theory``, ``map+theory`` — the width of Srinivas et al. (2010), Thm 2 (``beta_rule=theory``), with either fit.
 * ``map+beta+bilog``, ``map+beta+copula`` — ``map+beta`` with the GP on warped targets (``output_warp``:
   sign(z) log(1 + |z|) of the standardised targets, or the normal scores of their ranks).
+* ``map+beta+starts``, ``map+beta+spg``, ``map+beta+starts+spg`` — ``map+beta`` with the acquisition's 16 best
+  candidates refined instead of 4, and/or refined by the spectral projected gradient to convergence
+  (``acq_method=spg``, at most 100 iterations) instead of 25 projected Adam steps.
 
 Each (problem, algorithm, variant, T, seeds) is one ``sketchbo.run`` of S seeds in one program, saved as one JSON
 file under ``--out`` (written whole, then renamed: an interrupted ablation resumes and skips what is on disk).
@@ -46,6 +49,9 @@ VARIANTS = {
     "map+theory": {"gp_fit": "map", "beta_rule": "theory"},
     "map+beta+bilog": {"gp_fit": "map", "beta_c": 0.02, "output_warp": "bilog"},
     "map+beta+copula": {"gp_fit": "map", "beta_c": 0.02, "output_warp": "copula"},
+    "map+beta+starts": {"gp_fit": "map", "beta_c": 0.02, "n_starts": 16},  # more starts, the protocol's Adam
+    "map+beta+spg": {"gp_fit": "map", "beta_c": 0.02, "acq_method": "spg", "acq_steps": 100},  # converged, 4 starts
+    "map+beta+starts+spg": {"gp_fit": "map", "beta_c": 0.02, "n_starts": 16, "acq_method": "spg", "acq_steps": 100},
 }
 
 

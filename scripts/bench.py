@@ -50,7 +50,7 @@ import sys
 import time
 from pathlib import Path
 
-import sketchbo  # noqa: F401  (first: sets OPENBLAS_NUM_THREADS before numpy loads OpenBLAS)
+import sketchbo  # first: sets OPENBLAS_NUM_THREADS before numpy loads OpenBLAS
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -523,11 +523,16 @@ def parse_args(argv):
     ap.add_argument("--progress", action="store_true", help="the runner's progress lines on stderr")
     ap.add_argument("--out", type=Path, default=Path("bench.json"), help="JSON file of the results")
     ap.add_argument("--device-info", action="store_true", help="print the machine and device as JSON and exit")
+    ap.add_argument("--cpu-devices", type=int, default=None,
+                    help="JAX CPU devices the seeds are sharded over (sketchbo.use_cpu_cores; default: one per "
+                         "core, as sketchbo-run; 1: every seed on one device, the library's default without it)")
     args = ap.parse_args(argv)
     if args.seeds is not None and min(args.seeds) < 1:
         ap.error(f"--seeds {','.join(map(str, args.seeds))} is invalid; it must be an integer >= 1")
     if args.T is not None and args.T < 1:
         ap.error(f"--T {args.T} is invalid; it must be an integer >= 1")
+    if args.cpu_devices is not None and args.cpu_devices < 1:
+        ap.error(f"--cpu-devices {args.cpu_devices} is invalid; it must be an integer >= 1")
     if args.m_max is not None and args.m_max < 1:
         ap.error(f"--m-max {args.m_max} is invalid; it must be an integer >= 1")
     for name in ("gp_A", "gp_T", "m", "step_A"):
@@ -562,6 +567,7 @@ RUNNERS = {"protocols": group_protocols, "seeds": group_seeds, "dtype": group_dt
 def main(argv=None) -> dict:
     args = parse_args(argv)
     jax.config.update("jax_enable_x64", True)  # entry point: float64 available (docs/architecture.md#numerics)
+    sketchbo.use_cpu_cores(args.cpu_devices)  # before machine_info touches the backends (docs/benchmarks.md#cpu-cores)
     meta = machine_info()
     if args.device_info:
         print(json.dumps(meta, indent=1))

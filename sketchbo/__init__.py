@@ -12,7 +12,9 @@ res = sb.run("bbkb", sb.make_problem("gp_sample"), T=500, n_seeds=4)      # a be
 opt = sb.Optimizer(sb.Box([0, 0], [1, 1]), "gssbo", horizon=60)          # ask/tell for any black box
 ```
 
-float64 is enabled by the entry points (``run``, ``run_grid``, ``Optimizer``, the CLI), not on import.
+float64 is enabled by the entry points (``run``, ``run_grid``, ``Optimizer``, the CLI), not on import. On a
+CPU, ``sb.use_cpu_cores()`` before anything else touches JAX runs the seeds of a run on all cores (the CLI
+does it).
 """
 import os
 
@@ -24,7 +26,7 @@ from sketchbo.algorithms import REGISTRY as ALGORITHMS  # noqa: E402  (every alg
 from sketchbo.algorithms import AlgorithmSpec  # noqa: E402
 from sketchbo.api import Best, Optimizer  # noqa: E402
 from sketchbo.engine.result import RunResult  # noqa: E402
-from sketchbo.engine.run import run, run_grid  # noqa: E402
+from sketchbo.engine.run import run, run_grid, use_cpu_cores  # noqa: E402
 from sketchbo.problems import PROBLEMS, Problem, make_problem  # noqa: E402
 from sketchbo.problems.continuous import ContinuousProblem, box_problem  # noqa: E402
 from sketchbo.spaces import Box  # noqa: E402
@@ -32,4 +34,4 @@ from sketchbo.spaces import Box  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "Best", "Box", "ContinuousProblem", "Optimizer", "PROBLEMS", "Problem",
-           "RunResult", "box_problem", "make_problem", "run", "run_grid", "__version__"]
+           "RunResult", "box_problem", "make_problem", "run", "run_grid", "use_cpu_cores", "__version__"]

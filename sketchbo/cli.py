@@ -57,7 +57,7 @@ from sketchbo.problems import CONTINUOUS_PROBLEMS
 from sketchbo.domains import box
 from sketchbo.domains.finite import resolve_hyperparameters
 from sketchbo.engine.program import enable_compilation_cache
-from sketchbo.engine.run import enable_x64, grid_points, run_grid
+from sketchbo.engine.run import enable_x64, grid_points, run_grid, use_cpu_cores
 from sketchbo.engine.validate import check_run_args
 
 PROG = "sketchbo-run"
@@ -331,6 +331,7 @@ class OutputDirCheck(Callback):
 def app(cfg: DictConfig) -> None:
     """The Hydra task: set precision, run (or reuse complete results), write results, print the table."""
     enable_x64()  # float64 by default; a float32 run keeps its float64 pieces whatever ran before (engine.run)
+    use_cpu_cores()  # a job in a launcher's fresh process (joblib, submitit); a no-op where main() did it
     if cfg.get("compile_cache"):
         enable_compilation_cache(Path(str(cfg.compile_cache)).expanduser())
     run_dir = Path(HydraConfig.get().runtime.output_dir)
@@ -376,6 +377,7 @@ def validate_jobs(jobs: list[list[str]]) -> None:
 
 def main() -> None:
     """Console entry point of ``sketchbo-run``: every job validated, then Hydra runs them."""
+    use_cpu_cores()  # before anything initialises JAX's backends: a CPU run shards its seeds over the cores
     jobs_ = sweep_jobs(sys.argv[1:])
     if jobs_ is not None:
         validate_jobs(jobs_)

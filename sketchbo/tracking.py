@@ -65,6 +65,10 @@ def summary_of(result, config: dict) -> dict:
         for key in ("d_eff", "dict_bound", "batch_bound"):
             if all(key in c for c in result.certificates):
                 summary[key] = [c[key] for c in result.certificates]
+    if "on_face" in result.traces:  # boxes: per seed, the fraction of the model's queries (after n0) on a face
+        n0 = int(result.hyperparameters.get("n0", 0))
+        faces = np.asarray(result.traces["on_face"], dtype=np.float64)[:, n0:]
+        summary["on_face"] = [float(v) for v in faces.mean(axis=1)] if faces.shape[1] else None
     return summary
 
 

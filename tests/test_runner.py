@@ -271,3 +271,37 @@ def test_stacked_keys_and_elements_are_the_per_seed_ones():
     el = program.stack_elements(points, n_seeds=2, n_devices=4)  # 6 elements padded to 8
     np.testing.assert_array_equal(np.asarray(el["a"]), [0, 0, 1, 1, 2, 2, 2, 2])
     np.testing.assert_array_equal(np.asarray(el["b"])[:, 0], [0, 0, 10, 10, 20, 20, 20, 20])
+
+
+CORES = """
+import json
+import sketchbo as sb
+from sketchbo.engine.validate import check_devices
+import jax
+import numpy as np
+n = sb.use_cpu_cores(2)  # a fresh process: nothing has touched the backends yet
+out = {"requested": n, "devices": len(jax.devices()), "one_seed": check_devices(None, 1),
+       "five_seeds": check_devices(None, 5), "too_late": sb.use_cpu_cores(3)}
+p = sb.make_problem("gp_sample", A=100, d=2, sigma2=0.2, seed=2)
+two = sb.run("bbkb", p, T=30, n_seeds=3, progress=False, params={"F": 1.0})  # 3 seeds over 2 devices (pad to 4)
+one = sb.run("bbkb", p, T=30, n_seeds=3, progress=False, params={"F": 1.0}, devices=1)
+out["same"] = all(np.array_equal(two.traces[k], one.traces[k]) for k in one.traces)
+print(json.dumps(out))
+"""
+
+
+def test_use_cpu_cores_shards_the_seeds_over_cpu_devices_with_the_same_trajectories():
+    """``sb.use_cpu_cores`` in a fresh process gives the CPU one device per core (here 2); a run's default
+    device count is then min(devices, elements); once the backends are up it changes nothing."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
+    env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
+    env["JAX_PLATFORMS"] = "cpu"
+    proc = subprocess.run([sys.executable, "-c", CORES], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {"requested": 2, "devices": 2, "one_seed": 1, "five_seeds": 2, "too_late": 2, "same": True}, out

@@ -90,7 +90,10 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
 # dkl_ucb, whose fit is its own); the acquisition maximiser's sizes (n_uniform, n_local, n_starts, acq_steps,
 # lr_acq, local_scale) are our choices.
 _BO = {"n0": 20, "beta_c": 0.2, "fit_steps": 20, "lr_fit": 0.05, "n_uniform": 2048, "n_local": 512,
-       "n_starts": 4, "acq_steps": 25, "lr_acq": 0.01, "local_scale": 0.05, "beta_rule": "protocol"}
+       "n_starts": 4, "acq_steps": 25, "acq_method": "adam", "lr_acq": 0.01, "local_scale": 0.05,
+       "beta_rule": "protocol"}
+# acq_method: the acquisition refinement (acquisition.ACQ_METHODS): adam = acq_steps projected Adam steps of lr_acq;
+# spg = spectral projected gradient to a tolerance, at most acq_steps iterations
 # beta_rule: the UCB width (acquisition.ucb_width): protocol = beta_c d log(2t); theory = Srinivas et al. 2010, Thm 2
 # gp_fit: the GP core's hyperparameter fit (gp.hyper.FITS): adam = the paper protocol's maximum likelihood by
 # fit_steps Adam steps of lr_fit; map = MAP with the dimension-scaled lengthscale prior by L-BFGS to convergence

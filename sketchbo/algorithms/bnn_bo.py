@@ -117,7 +117,7 @@ def make_bnn_bo(static: BOStatic) -> Algorithm:
                                                     params.local_scale)
         new = state._replace(nets=nets, beta=beta, next_x=x, batch_open=jnp.asarray(True))
         return new, RoundInfo(dict_size=data.n, beta=beta, ucb=val, mse=jnp.mean(fit_info["mse"]),
-                              refine_gain=acq_info["refine_gain"])
+                              **acq_info)
 
     return Algorithm(init, select, update, resparsify)
 

@@ -90,6 +90,9 @@ class RoundInfo(NamedTuple):
     noise: jax.Array | None = None  # () fitted noise variance (boxes)
     repeats: jax.Array | None = None  # () int32 mini-META: repeated evaluations of the last point
     refine_gain: jax.Array | None = None  # () gain of the acquisition's gradient refinement (boxes)
+    on_face: jax.Array | None = None  # () bool the next query (the best refined start) lies on a face of the box
+    starts_on_face: jax.Array | None = None  # () fraction of the refined starts that end on a face (boxes)
+    acq_iterations: jax.Array | None = None  # () int32 refinement iterations run (acquisition.maximize)
     mse: jax.Array | None = None  # () bnn_ucb: the ensemble's mean training loss (it has no likelihood)
 
 

@@ -115,7 +115,7 @@ def make_dkl_bo(static: BOStatic) -> Algorithm:
                                                     params.local_scale)
         new = state._replace(kernel=k, beta=beta, next_x=x, batch_open=jnp.asarray(True))
         return new, RoundInfo(dict_size=data.n, beta=beta, lml=fit_info["lml"], ucb=val,
-                              noise=jnp.exp(k.hyper.log_noise), refine_gain=acq_info["refine_gain"])
+                              noise=jnp.exp(k.hyper.log_noise), **acq_info)
 
     return Algorithm(init, select, update, resparsify)
 

@@ -291,7 +291,7 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
         new = state._replace(sub_idx=idx, sub_mask=mask, hyper=h, beta=beta, next_x=x, repeats=repeats,
                              batch_open=jnp.asarray(True))
         return new, RoundInfo(dict_size=jnp.sum(mask).astype(jnp.int32), beta=beta, lml=fit_info["lml"], ucb=val,
-                              noise=noise, repeats=repeats if merge else None, refine_gain=acq_info["refine_gain"])
+                              noise=noise, repeats=repeats if merge else None, **acq_info)
 
     return Algorithm(init, select, update, resparsify)
 

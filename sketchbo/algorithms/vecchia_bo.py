@@ -231,7 +231,7 @@ def make_vecchia_bo(static: BOStatic) -> Algorithm:
                                                     static.acq, params.lr_acq, params.local_scale)
         new = state._replace(hyper=h, beta=beta, next_x=x, batch_open=jnp.asarray(True))
         return new, RoundInfo(dict_size=jnp.minimum(data.n, m).astype(jnp.int32), beta=beta, lml=fit_info["lml"],
-                              ucb=val, noise=jnp.exp(h.log_noise), refine_gain=acq_info["refine_gain"])
+                              ucb=val, noise=jnp.exp(h.log_noise), **acq_info)
 
     return Algorithm(init, select, update, resparsify)
 

@@ -100,6 +100,8 @@ def resolve_hyperparameters(algorithm: str, params: dict | None, T: int) -> dict
         raise invalid_value("algorithm.gp_fit", hyper["gp_fit"], f"one of {list(FITS)}")
     if "beta_rule" in hyper and hyper["beta_rule"] not in acquisition.BETA_RULES:
         raise invalid_value("algorithm.beta_rule", hyper["beta_rule"], f"one of {list(acquisition.BETA_RULES)}")
+    if hyper["acq_method"] not in acquisition.ACQ_METHODS:
+        raise invalid_value("algorithm.acq_method", hyper["acq_method"], f"one of {list(acquisition.ACQ_METHODS)}")
     if "output_warp" in hyper and hyper["output_warp"] not in OUTPUT_WARPS:
         raise invalid_value("algorithm.output_warp", hyper["output_warp"], f"one of {list(OUTPUT_WARPS)}")
     if "keep_best" in hyper and not isinstance(hyper["keep_best"], bool):
@@ -265,7 +267,7 @@ def check_space(algorithm: str, problem) -> ContinuousProblem:
 def static_config(algorithm: str, hyper: dict, d: int, T: int, cap: int) -> BOStatic:
     """The static config of a box algorithm with a sample buffer of ``cap`` rows."""
     h = hyper
-    acq = acquisition.AcqStatic(h["n_uniform"], h["n_local"], h["n_starts"], h["acq_steps"])
+    acq = acquisition.AcqStatic(h["n_uniform"], h["n_local"], h["n_starts"], h["acq_steps"], h["acq_method"])
     return BOStatic(variant=algorithm, d=d, T=T, cap=cap, n0=h["n0"], M=model_rows(algorithm, h, T),
                     fit_steps=h["fit_steps"], acq=acq, selection=h.get("selection", "pivoted"),
                     keep_best=h.get("keep_best", False), gp_fit=h.get("gp_fit", "adam"),
@@ -337,7 +339,7 @@ def prepare(spec: RunSpec) -> Prepared:
     return Prepared(domain, {"cap": cap0}, (keys, elements, ()), (elements, ()), identity, collect)
 
 
-FACE_TOL = 1e-6  # a coordinate this close to 0 or 1 (unit-cube coordinates) lies on a face of the box
+FACE_TOL = acquisition.FACE_TOL  # a coordinate this close to 0 or 1 (unit-cube coordinates) lies on a face
 
 
 def on_face(x) -> np.ndarray:

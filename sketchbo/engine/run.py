@@ -12,6 +12,7 @@ single-seed run (vmapped or mapped, sharded over devices or not).
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 import time
 
@@ -25,7 +26,7 @@ from sketchbo.engine.domain import RunSpec
 from sketchbo.engine.program import default_seed_axis
 from sketchbo.engine.progress import Progress
 from sketchbo.engine.result import RunResult
-from sketchbo.engine.validate import check_checkpoint, check_devices, check_run_args, invalid_value
+from sketchbo.engine.validate import check_checkpoint, check_devices, check_int, check_run_args, invalid_value
 
 GRID_KEYS = tuple(dict.fromkeys(k for dom in DOMAINS.values() for k in dom.GRID_KEYS))  # float grid axes
 
@@ -34,6 +35,33 @@ def enable_x64() -> None:
     """Turn on JAX's 64-bit mode (the entry points' duty: float64 is the default dtype, and a float32 run keeps
     its float64 pieces, e.g. the Nyström factor's m x m algebra, whatever ran before it in the process)."""
     jax.config.update("jax_enable_x64", True)
+
+
+def use_cpu_cores(n: int | None = None) -> int:
+    """Give JAX's CPU backend ``n`` devices (default: one per core this process may use), so that a run on the
+    CPU shards its seeds over the cores, each core running its share one after another (``lax.map``), instead
+    of one core running them all (docs/benchmarks.md#cpu-cores). An entry point's duty, like
+    :func:`enable_x64`: it must come before anything initialises JAX's backends, and it leaves a count the user
+    set (``XLA_FLAGS``' ``--xla_force_host_platform_device_count`` or ``jax_num_cpu_devices``) alone.
+
+    Returns:
+        The CPU device count the process will have: ``n``, the user's count, or, once the backends are
+        initialised, the count they have (then nothing changes).
+    """
+    from jax._src import xla_bridge  # noqa: PLC0415  (no public way to ask whether the backends are up)
+
+    if n is not None:
+        n = check_int("n", n, 1)
+    if xla_bridge.backends_are_initialized():
+        return len(jax.devices("cpu"))
+    if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
+        return int(os.environ["XLA_FLAGS"].split("xla_force_host_platform_device_count=")[1].split()[0])
+    if jax.config.jax_num_cpu_devices > 0:
+        return int(jax.config.jax_num_cpu_devices)
+    if n is None:
+        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    jax.config.update("jax_num_cpu_devices", n)
+    return n
 
 
 def check_algorithm(algorithm):
@@ -80,7 +108,7 @@ def check_run(algorithm, problem, *, T, grid=None, n_seeds=1, seed=0, params=Non
     problem = dom.check_space(algorithm, problem)
     points = grid_points(algorithm, grid)
     hypers = [dom.resolve(algorithm, {**(params or {}), **pt}, T, problem) for pt in points]
-    n_dev = check_devices(devices)
+    n_dev = check_devices(devices, len(points) * n_seeds)
     if spec.domain == "box" and kernel is not None:
         raise invalid_value("kernel", kernel, f"{algorithm!r} fits its own Matérn-5/2 kernel; leave kernel at None")
     if spec.domain == "arms" and capacity is not None:
@@ -181,4 +209,4 @@ def run(algorithm: str, problem, *, T: int, n_seeds: int = 1, seed: int = 0, par
                     capacity=capacity, checkpoint=checkpoint, checkpoint_every=checkpoint_every)[0][1]
 
 
-__all__ = ["GRID_KEYS", "check_algorithm", "check_run", "enable_x64", "grid_points", "run", "run_grid"]
+__all__ = ["GRID_KEYS", "check_algorithm", "check_run", "enable_x64", "grid_points", "run", "run_grid", "use_cpu_cores"]

@@ -61,10 +61,12 @@ def check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call):
     return T, n_seeds, seed
 
 
-def check_devices(devices) -> int:
+def check_devices(devices, n_elements: int | None = None) -> int:
+    """The local devices a run's ``n_elements`` elements (grid points x seeds) are sharded over: ``devices``
+    checked against what this process sees, or by default all of them but no more than there are elements."""
     available = len(jax.devices())
     if devices is None:
-        return available
+        return available if n_elements is None else max(1, min(available, n_elements))
     n = check_int("devices", devices, 1)
     if n > available:
         raise invalid_value("devices", devices, f"this process sees {available} device(s)")

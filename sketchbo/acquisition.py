@@ -8,10 +8,11 @@ The paper does not say how its UCB is maximised. Ours, in two stages, all with s
 2. Take the ``n_starts`` best candidates and refine each inside the box by the rule ``method``
    (:data:`ACQ_METHODS`); the best refined point of any start wins.
 
-   * ``adam`` (the paper protocol's core): ``steps`` projected Adam steps, an Adam ascent step followed by the
+   * ``adam`` (the default): ``steps`` projected Adam steps, an Adam ascent step followed by the
      projection onto the box (clipping is the Euclidean projection onto a box), never an unconstrained
      optimisation clipped at the end; the best point seen wins.
-   * ``spg`` (the default core's): the spectral projected gradient method (Birgin, Martínez & Raydan 2000,
+   * ``spg`` (an option: its converged queries sit on faces more often and measured worse regret,
+     docs/reproductions.md#box-maximiser): the spectral projected gradient method (Birgin, Martínez & Raydan 2000,
      "Nonmonotone spectral projected gradient methods on convex sets", SIAM J. Optim. 10(4), Alg. SPG2 with a
      monotone line search): the direction d = P(x + α g) − x with the Barzilai–Borwein step α = sᵀs / sᵀy (a
      scalar secant, quasi-Newton, model of the curvature), an Armijo backtracking along d, run to a

@@ -346,7 +346,7 @@ def on_face(x) -> np.ndarray:
     """(n_seeds, T) bool: the query has a coordinate on a face of the box (within :data:`FACE_TOL`). An
     acquisition maximiser whose queries sit on faces far more often than the objective's optimum does is
     chasing the variance at the box's boundary (docs/reproductions.md#box-gp-core)."""
-    return np.any((x <= FACE_TOL) | (x >= 1.0 - FACE_TOL), axis=-1)
+    return np.asarray(acquisition.on_face(jnp.asarray(x)))
 
 
 def _collect(spec: RunSpec, g: int, carry, driven, wall0) -> RunResult:

@@ -17,8 +17,8 @@ from sketchbo.problems.continuous import HARTMANN6_XOPT
 NAME = "gssbo_fig7"
 FILENAME = "gssbo_fig7.npz"
 HINT = "run `scripts/reproduce.sh quick --only gssbo_fig7` (or paper) first"
-PANELS = (("all", "Standard GP-UCB: all {n} samples"), ("gssbo", "GSSBO: {m} kept"), ("rssbo", "RSSBO: {m} kept"),
-          ("kmeans_pp", "K-means++: {m} kept"))
+PANELS = (("all", "Standard GP-UCB: all {n} samples"), ("gssbo", "GSSBO ({rule}): {m} kept"),
+          ("rssbo", "RSSBO: {m} kept"), ("kmeans_pp", "K-means++: {m} kept"))
 
 
 def load(results) -> dict:
@@ -32,6 +32,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     data = load(args.results)
     x, f = data["x"], data["f"]
+    rule = data["settings"].get("selection", "unrecorded rule")  # GSSBO's subset rule, named in its panel
     plt = plots.pyplot()
     fig, axes = plt.subplots(1, len(PANELS), figsize=(4.0 * len(PANELS), 3.9), sharex=True, sharey=True)
     vmin, vmax = float(f.min()), float(f.max())
@@ -40,7 +41,7 @@ def main(argv=None):
         sc = ax.scatter(x[idx, 0], x[idx, 1], c=f[idx], cmap="viridis", vmin=vmin, vmax=vmax, s=16,
                         edgecolors="k", linewidths=0.2)
         ax.plot(HARTMANN6_XOPT[0], HARTMANN6_XOPT[1], marker="*", color="red", ms=12, ls="none")
-        ax.set_title(title.format(n=len(f), m=len(idx)), loc="left", fontsize=10)
+        ax.set_title(title.format(n=len(f), m=len(idx), rule=rule), loc="left", fontsize=10)
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.set_xlabel("$x_1$")

@@ -950,6 +950,22 @@ def test_gssbo_legends_name_the_subset_rule_it_ran():
     assert plots.result_label(res("rssbo")) == plots.label("rssbo")
 
 
+def test_gssbo_fig7_panel_names_the_subset_rule_of_its_settings(tmp_path, monkeypatch):
+    """Issue 36: Fig. 7's GSSBO panel names the rule recorded in the result file, not a fixed 'GSSBO'."""
+    fig7 = load_module(SCRIPTS / "plot_gssbo_fig7.py")
+    rng = np.random.default_rng(0)
+    keep = np.arange(5)
+    tracking.atomic_savez(tmp_path / "gssbo_fig7.npz", x=rng.uniform(size=(8, 6)), f=rng.normal(size=8),
+                          settings=json.dumps({"n": 8, "buffer": 5, "n0": 2, "selection": "projection"}),
+                          keep_gssbo=keep, keep_rssbo=keep, keep_kmeans_pp=keep)
+    titles = []
+    monkeypatch.setattr(plots, "save_figure",
+                        lambda fig, out, name: titles.extend(ax.get_title(loc="left") for ax in fig.axes) or [])
+    fig7.main(["--results", str(tmp_path), "--out", str(tmp_path)])
+    assert "GSSBO (projection): 5 kept" in titles
+    assert "Standard GP-UCB: all 8 samples" in titles
+
+
 def test_bkb_fig1_the_nystrom_engine_is_finite_on_the_papers_grid():
     """BKB Fig. 1's own setting (1000 arms on [0, 1], near-duplicate dictionary points): the engine's posterior
     (``nystrom.posterior``, V from the embedded pulled arms) is finite at every panel and equals the

@@ -118,15 +118,19 @@ def dict_size(result: Result) -> np.ndarray:
 
 def seeds_sequential(result: Result) -> bool:
     """Whether the job's seeds ran one after another (``lax.map``: seed_axis=map, or auto on a CPU)."""
-    axis = str((result.summary.get("config") or {}).get("seed_axis", "auto"))
-    if axis == "auto":
+    axis = result.summary.get("seed_axis") or str((result.summary.get("config") or {}).get("seed_axis", "auto"))
+    if axis == "auto":  # a summary written before 2026-11-27 records the config's value only
         return str(result.summary.get("device", "cpu")).lower().startswith("cpu")
     return axis != "vmap"
 
 
 def time_scale(result: Result) -> float:
-    """Factor from the job's round times (all seeds) to one seed's: 1/n_seeds when seeds ran in sequence."""
-    return 1.0 / result.n_seeds if seeds_sequential(result) else 1.0
+    """Factor from the job's round times (all seeds) to one seed's: when the seeds ran in sequence, 1 over the
+    number each device ran one after another (``elements_per_device`` of ``summary.json``: the devices ran
+    their shares side by side; a summary without it is of one device holding every seed)."""
+    if not seeds_sequential(result):
+        return 1.0
+    return 1.0 / int(result.summary.get("elements_per_device", result.n_seeds))
 
 
 def cumulative_time(result: Result) -> np.ndarray:
@@ -136,8 +140,8 @@ def cumulative_time(result: Result) -> np.ndarray:
     together: the host loop times a chunk of rounds and splits it evenly over them), not of each
     seed. Step t of seed i lies in round ``batch_index[i, t]``, so the time up to t is the sum of the
     round times of the rounds ≤ that round. When the seeds ran one after another (``lax.map``, the
-    default on CPU) a round's time is the sum over seeds, and it is divided by n_seeds: the curve is
-    the time of one seed, as in the papers' plots. With ``vmap`` (seeds together, on accelerators) it is
+    default on CPU) a round's time is the sum over the seeds each device ran, and it is divided by their
+    number (:func:`time_scale`): the curve is the time of one seed, as in the papers' plots. With ``vmap`` (seeds together, on accelerators) it is
     the time of the whole job. The spread over seeds only comes from their different batch schedules.
     """
     if result.parts:  # joined seed slices: each part's own rounds

@@ -55,6 +55,9 @@ def summary_of(result, config: dict) -> dict:
         wall_time_s=float(result.wall_time_s),
         compile_time_s=float(result.compile_time_s),
         device=str(result.device),
+        seed_axis=str(result.seed_axis),  # with n_devices and elements_per_device: what the round times cover
+        n_devices=int(result.n_devices),
+        elements_per_device=int(result.elements_per_device),
         dtype=str(result.dtype),
         capacity_events=[str(e) for e in result.capacity_events],
         hyperparameters=to_jsonable(result.hyperparameters),

@@ -286,6 +286,7 @@ p = sb.make_problem("gp_sample", A=100, d=2, sigma2=0.2, seed=2)
 two = sb.run("bbkb", p, T=30, n_seeds=3, progress=False, params={"F": 1.0})  # 3 seeds over 2 devices (pad to 4)
 one = sb.run("bbkb", p, T=30, n_seeds=3, progress=False, params={"F": 1.0}, devices=1)
 out["same"] = all(np.array_equal(two.traces[k], one.traces[k]) for k in one.traces)
+out["layouts"] = [[r.seed_axis, r.n_devices, r.elements_per_device] for r in (two, one)]
 print(json.dumps(out))
 """
 
@@ -304,4 +305,21 @@ def test_use_cpu_cores_shards_the_seeds_over_cpu_devices_with_the_same_trajector
     proc = subprocess.run([sys.executable, "-c", CORES], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out == {"requested": 2, "devices": 2, "one_seed": 1, "five_seeds": 2, "too_late": 2, "same": True}, out
+    assert out == {"requested": 2, "devices": 2, "one_seed": 1, "five_seeds": 2, "too_late": 2, "same": True,
+                   "layouts": [["map", 2, 2], ["map", 1, 3]]}, out  # each device ran its share one after another
+
+
+def test_time_per_seed_divides_the_round_times_by_the_seeds_each_device_ran():
+    """The time curves' one-seed time: sharded seeds ran side by side, so a round's time is that of the
+    ``elements_per_device`` seeds one device ran in sequence (3 seeds on 2 devices: 2), not of all seeds."""
+    from pathlib import Path
+
+    from sketchbo import plots
+
+    def scale(**summary):
+        return plots.time_scale(plots.Result(Path("."), {"n_seeds": 10, "device": "cpu:cpu", **summary}, {}))
+
+    assert scale(seed_axis="map", n_devices=2, elements_per_device=5) == pytest.approx(1 / 5)
+    assert scale(seed_axis="vmap", n_devices=2, elements_per_device=5) == 1.0  # seeds together: the job's time
+    assert scale() == pytest.approx(1 / 10)  # a summary of before 2026-11-27: one device, every seed in sequence
+    assert scale(device="cuda:H100") == 1.0  # ... and on an accelerator, vmapped

@@ -34,7 +34,7 @@ from sketchbo.engine.domain import Prepared, RunSpec
 from sketchbo.engine.program import (
     SeedKeys, chunk_of_rounds, compiled_program, element_keys, jitted, over_seeds, padded_into, stack_elements,
 )
-from sketchbo.engine.result import RunResult, result
+from sketchbo.engine.result import RunResult, result, spec_layout
 from sketchbo.engine.rounds import finish_batch, select_batch
 from sketchbo.engine.validate import check_float, check_int, invalid_value, with_defaults
 from sketchbo.gp.hyper import FITS, OUTPUT_WARPS
@@ -366,7 +366,7 @@ def _collect(spec: RunSpec, g: int, carry, driven, wall0) -> RunResult:
     best_u = x[np.arange(len(best)), best]
     best_point = np.asarray(to_box(p, jnp.asarray(best_u, jnp.float64)))
     return result(spec.algorithm, p.name, spec.T, spec.seeds, traces, np.asarray(tr.rounds), gap, driven, wall0,
-                  spec.dtype, hyper, best_point)
+                  spec.dtype, hyper, best_point, spec_layout(spec))
 
 
 __all__ = ["BOTraces", "FACE_TOL", "GRID_KEYS", "check_feedback", "check_space", "initial_capacity", "make_program",

@@ -32,7 +32,7 @@ from sketchbo.engine import checkpoint as ckpt
 from sketchbo.engine import host
 from sketchbo.engine.domain import Prepared, RunSpec
 from sketchbo.engine.program import compiled_program, element_keys, padded_into, stack_elements
-from sketchbo.engine.result import RunResult, result
+from sketchbo.engine.result import RunResult, result, spec_layout
 from sketchbo.engine.validate import check_float, check_int, invalid_value, with_defaults
 from sketchbo.kernels import KERNELS, kernel_params
 from sketchbo.problems.base import Problem, check_problem
@@ -249,7 +249,7 @@ def _collect(spec: RunSpec, carry, noise, xi, driven, wall0, hyper) -> RunResult
     best = np.argmax(traces["reward"], axis=1)
     best_point = np.asarray(p.arms)[query[np.arange(len(best)), best]]
     return result(spec.algorithm, p.name, spec.T, spec.seeds, traces, np.asarray(tr.rounds), f_star - float(f.mean()),
-                  driven, wall0, spec.dtype, hyper, best_point)
+                  driven, wall0, spec.dtype, hyper, best_point, spec_layout(spec))
 
 
 __all__ = ["CHOICES", "DEFAULT_M_MAX", "FALLBACK", "GRID_KEYS", "MANY_ARMS", "ROUND_BUFFER", "Traces", "check_space",

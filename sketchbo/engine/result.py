@@ -40,14 +40,26 @@ class RunResult(NamedTuple):
     best_point: np.ndarray  # (n_seeds, d) the point where it was observed (on a box: in the box's coordinates)
     # per-seed theory certificates of a finite-arm run (``sketchbo.certificates.of_run``; the CLI's jobs add them)
     certificates: list | None = None
+    seed_axis: str = "map"  # how each device ran its elements: "map" (one after another) or "vmap" (together)
+    n_devices: int = 1  # devices the elements (grid points × seeds) were sharded over
+    elements_per_device: int = 1  # elements in each device's program (padded share): the round times cover them
+
+
+def spec_layout(spec) -> dict:
+    """The ``RunResult`` fields that say how a run's elements (grid points × seeds of a ``RunSpec``) ran: each of
+    ``spec.n_devices`` devices holds ceil(elements / devices) of them (padded), one after another when
+    ``spec.seed_axis == "map"``, together when ``"vmap"``."""
+    n_elements = len(spec.points) * len(spec.seeds)
+    return {"seed_axis": spec.seed_axis, "n_devices": int(spec.n_devices),
+            "elements_per_device": -(-n_elements // spec.n_devices)}
 
 
 def result(algorithm, problem_name, T, seeds, traces: dict, rounds, uniform_regret: float | None, driven, wall0,
-           dtype, hyperparameters, best_point) -> RunResult:
+           dtype, hyperparameters, best_point, run_layout: dict | None = None) -> RunResult:
     """RunResult of per-seed ``traces`` (``reward``, ``batch_index``, ``dict_size`` and, when the optimum is
     known, ``instant_regret``), ``rounds`` (n_seeds,), the mean instant regret of a uniformly random query
     (None: the optimum is unknown), the host loop's ``driven`` bookkeeping (times, compilation, capacity
-    events) and the best observed points (n_seeds, d)."""
+    events), the best observed points (n_seeds, d) and the elements' ``run_layout`` (:func:`spec_layout`)."""
     if uniform_regret is None:
         cum = ratio = None
     else:
@@ -64,4 +76,5 @@ def result(algorithm, problem_name, T, seeds, traces: dict, rounds, uniform_regr
         wall_time_s=time.perf_counter() - wall0, compile_time_s=driven.compile_s,
         device=f"{dev.platform}:{getattr(dev, 'device_kind', '')}", dtype=dtype,
         capacity_events=list(driven.events), hyperparameters=hyperparameters,
-        best_reward=np.max(traces["reward"], axis=1), best_point=np.asarray(best_point, np.float64))
+        best_reward=np.max(traces["reward"], axis=1), best_point=np.asarray(best_point, np.float64),
+        **(run_layout or {}))

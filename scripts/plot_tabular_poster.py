@@ -5,8 +5,8 @@ One row per problem found (NAS-Bench-201 cifar10 and one HPOLib FCNet table in
 the expected regret of uniform arm choice; y axis clipped at 1.5) and the cumulative wall time up to t
 (one seed, compilation excluded, log scale; see ``sketchbo.plots.cumulative_time``), each as mean ± std
 over seeds for every algorithm found (BBKB, GlobalLocal-BBKB, BKB, GP-UCB, GP-BUCB, EpsGreedy). Each
-row's title gives the number of arms, the horizons and seeds of its runs and, when both ran to the same
-horizon, exact GP-UCB's time over BBKB's at that horizon; the figure's title names the machine (the
+row's title gives the number of arms, the horizons and seeds of its runs and exact GP-UCB's time over BBKB's
+up to the smaller of their horizons; the figure's title names the machine (the
 ``device`` of the runs, plus ``--machine``: time curves only compare within one machine and load).
 
 Reads only the ``summary.json`` / ``traces.npz`` files under ``--results`` (any layout) and writes
@@ -54,13 +54,15 @@ def horizons(runs: dict) -> str:
     return f"{text}, {'/'.join(map(str, seeds))} seed{'s' if seeds != [1] else ''}"
 
 
-def time_ratio(runs: dict, over: str = "gp_ucb", under: str = "bbkb") -> float | None:
-    """Time of ``over`` / time of ``under`` up to their common horizon (one seed, compilation excluded)."""
+def time_ratio(runs: dict, over: str = "gp_ucb", under: str = "bbkb") -> tuple[float, int] | None:
+    """(time of ``over`` / time of ``under``, t) up to their common horizon t = the smaller T (one seed's time,
+    compilation excluded, mean over seeds); None when either is missing."""
     a, b = runs.get(over), runs.get(under)
-    if a is None or b is None or a.T != b.T:
+    if a is None or b is None:
         return None
-    tb = plots.run_time(b)
-    return plots.run_time(a) / tb if tb > 0 else None
+    t = min(a.T, b.T)
+    ta, tb = (float(np.mean(plots.cumulative_time(r)[:, t - 1])) for r in (a, b))
+    return (ta / tb, t) if tb > 0 else None
 
 
 def machine_text(results, extra: str) -> str:
@@ -89,7 +91,7 @@ def numbers(results, chosen: dict, machine: str) -> dict:
             })
         ratio = time_ratio(runs)
         if ratio is not None:
-            ratios[problem] = ratio
+            ratios[problem] = {"ratio": ratio[0], "t": ratio[1]}
     return {"machine": machine_text(results, machine), "gp_ucb_over_bbkb_exec_time": ratios, "runs": rows}
 
 
@@ -124,7 +126,7 @@ def main(argv=None):
         title = f"{problem}" + (f" (A = {n_arms:,})" if n_arms else "") + f": {horizons(runs)}"
         ratio = time_ratio(runs)
         if ratio is not None:
-            title += f"; GP-UCB / BBKB time at T: {ratio:.1f}×"
+            title += f"; GP-UCB / BBKB time at t = {ratio[1]}: {ratio[0]:.1f}×"
         ax_ratio.set_title(title, loc="left", fontsize=9)
         ax_ratio.set_ylabel(r"$R_t / R_t^{\mathrm{unif}}$ (mean ± std)")
         ax_ratio.set_ylim(0, min(ax_ratio.get_ylim()[1], 1.5))  # the first steps' ratios (up to ~8) clipped

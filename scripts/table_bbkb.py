@@ -11,7 +11,11 @@ Markdown table (the tables of docs/reproductions.md#bbkb-fig-1 are this output):
     python scripts/table_bbkb.py --results results/paper/bbkb_fig1 [--json bbkb_fig1.json]
 
 Per (problem, algorithm) the result with the longest horizon and then the most seeds is used. Times compare
-only within one machine and load: each row states the device its run recorded.
+only within one machine and load: each row states the device its run recorded. ``--at t`` adds, for runs of
+at least t steps, R_t / R_t^unif and one seed's time up to t (the exact GP methods stop at T = 2000 where the
+others run to 10⁴, so ``--at 2000`` compares them at equal t)::
+
+    python scripts/table_bbkb.py --results results/paper/tabular_poster --at 2000
 """
 from __future__ import annotations
 
@@ -49,8 +53,17 @@ def certificate(res, key: str) -> np.ndarray | None:
     return np.asarray(values, dtype=np.float64) if values and None not in values else None
 
 
-def row(res) -> dict:
-    """The table's fields of one result (``None`` where the run has no such quantity)."""
+def at_step(res, t: int | None) -> dict:
+    """R_t / R_t^unif (mean ± sd) and one seed's time up to step t, None where t is not given or beyond T."""
+    if t is None or t > res.T:
+        return {"at_t": t, "ratio_at_t_mean": None, "ratio_at_t_std": None, "exec_s_at_t": None}
+    ratio = plots.regret_ratio(res)[:, t - 1]
+    return {"at_t": t, "ratio_at_t_mean": float(np.mean(ratio)), "ratio_at_t_std": float(np.std(ratio)),
+            "exec_s_at_t": float(np.mean(plots.cumulative_time(res)[:, t - 1]))}
+
+
+def row(res, at: int | None = None) -> dict:
+    """The table's fields of one result (``None`` where the run has no such quantity), with :func:`at_step`'s."""
     final = plots.cumulative_regret(res)[:, -1]
     ratio = plots.regret_ratio(res)[:, -1]
     out = {"problem": res.problem, "algorithm": res.algorithm, "T": res.T, "seeds": res.n_seeds,
@@ -69,14 +82,14 @@ def row(res) -> dict:
     for key, reduce in (("d_eff", np.mean), ("dict_bound", np.min), ("batch_bound", np.min)):
         values = certificate(res, key)
         out[key] = None if values is None else float(reduce(values))
-    return out
+    return {**out, **at_step(res, at)}
 
 
-def rows(results) -> list[dict]:
+def rows(results, at: int | None = None) -> list[dict]:
     """The rows, problems in name order and algorithms in the plots' order."""
     chosen = best_results(results)
     order = {a: i for i, a in enumerate(plots.ordered({a for _, a in chosen}))}
-    return [row(chosen[key]) for key in sorted(chosen, key=lambda k: (k[0], order[k[1]]))]
+    return [row(chosen[key], at) for key in sorted(chosen, key=lambda k: (k[0], order[k[1]]))]
 
 
 def mean_max(r: dict, key: str) -> str:
@@ -85,9 +98,11 @@ def mean_max(r: dict, key: str) -> str:
 
 
 def markdown(table: list[dict]) -> str:
+    at = next((r["at_t"] for r in table if r.get("at_t")), None)
+    extra = f" R_t/R_unif at t = {at} | exec s / seed to t = {at} |" if at else ""
     lines = ["| problem | algorithm | T | seeds | R_T mean ± sd | R_T/R_unif mean ± sd | exec s / seed | batches "
              "| largest batch | paper's largest batch | largest dictionary | d_eff | dict_bound | batch_bound "
-             "| device |", "|---" * 15 + "|"]
+             "| device |" + extra, "|---" * (17 if at else 15) + "|"]
     for r in table:
         cells = [r["problem"], f"`{r['algorithm']}`", str(r["T"]), str(r["seeds"]),
                  f"{plots.number(r['regret_mean'])} ± {plots.number(r['regret_std'])}",
@@ -97,6 +112,9 @@ def markdown(table: list[dict]) -> str:
                  mean_max(r, "max_dict_size"), *("–" if r[k] is None else plots.number(r[k])
                                                  for k in ("d_eff", "dict_bound", "batch_bound")),
                  f"{r['device']} {r['dtype']}"]
+        if at:
+            cells += (["–", "–"] if r["ratio_at_t_mean"] is None else
+                      [f"{r['ratio_at_t_mean']:.4f} ± {r['ratio_at_t_std']:.4f}", f"{r['exec_s_at_t']:.1f}"])
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -105,8 +123,11 @@ def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", required=True, type=Path, help="a result set (searched recursively)")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON to this file")
+    parser.add_argument("--at", type=int, default=None, help="also R_t/R_unif and the time up to this step t ≥ 1")
     args = parser.parse_args(argv)
-    table = rows(plots.load_results(args.results, HINT))
+    if args.at is not None and args.at < 1:
+        parser.error(f"--at={args.at}: a step t ≥ 1 is needed")
+    table = rows(plots.load_results(args.results, HINT), args.at)
     plots.print_table(table, markdown(table), args.json)
     return table
 

@@ -141,8 +141,8 @@ def cumulative_time(result: Result) -> np.ndarray:
     seed. Step t of seed i lies in round ``batch_index[i, t]``, so the time up to t is the sum of the
     round times of the rounds ≤ that round. When the seeds ran one after another (``lax.map``, the
     default on CPU) a round's time is the sum over the seeds each device ran, and it is divided by their
-    number (:func:`time_scale`): the curve is the time of one seed, as in the papers' plots. With ``vmap`` (seeds together, on accelerators) it is
-    the time of the whole job. The spread over seeds only comes from their different batch schedules.
+    number (:func:`time_scale`): the curve is the time of one seed, as in the papers' plots. With ``vmap``
+    (seeds together, on accelerators) it is the time of the whole job. The spread over seeds only comes from their different batch schedules.
     """
     if result.parts:  # joined seed slices: each part's own rounds
         return np.concatenate([cumulative_time(p) for p in result.parts])

@@ -776,6 +776,23 @@ def test_bbkb_table_reads_every_column_from_the_runs(tiny_results, tmp_path):
     assert missing.returncode == 2 and "table_bbkb.py: error:" in missing.stderr and "Traceback" not in missing.stderr
 
 
+def test_bbkb_table_at_a_step_compares_runs_of_different_horizons(tiny_results):
+    """``--at t``: R_t/R_unif and the time up to t from the traces; '–' for a run shorter than t; t < 1 refused."""
+    table = load_module(SCRIPTS / "table_bbkb.py")
+    rows = table.main(["--results", str(tiny_results / "fig1"), "--at", "20"])
+    for r in rows:
+        res = plots.load_result(tiny_results / "fig1" / r["algorithm"])
+        direct = plots.cumulative_regret(res)[:, 19] / (20 * plots.uniform_gap(res))
+        assert r["ratio_at_t_mean"] == pytest.approx(direct.mean())
+        assert r["ratio_at_t_std"] == pytest.approx(direct.std())
+        assert 0 < r["exec_s_at_t"] <= r["exec_s_per_seed"] + 1e-12
+    assert "R_t/R_unif at t = 20" in table.markdown(rows)
+    beyond = table.main(["--results", str(tiny_results / "fig1"), "--at", "41"])
+    assert all(r["ratio_at_t_mean"] is None for r in beyond) and "| – | – |" in table.markdown(beyond)
+    bad = run_script(SCRIPTS / "table_bbkb.py", "--results", tiny_results / "fig1", "--at", "0")
+    assert bad.returncode == 2 and "--at=0" in bad.stderr and "Traceback" not in bad.stderr
+
+
 @pytest.mark.parametrize("script", ["plot_bbkb_fig1.py", "plot_bbkb_fig2.py", "plot_sweep.py", "plot_bkb_fig1.py",
                                     "plot_gssbo_fig2.py", "plot_gssbo_fig3.py", "plot_gssbo_fig4.py",
                                     "plot_gssbo_fig7.py", "plot_gssbo_fig9.py", "plot_gssbo_dkl_bnn.py", "plot_sbpe.py",

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import sketchbo as sb
+from sketchbo import tracking
 
 SYNTHETIC = ["eggholder2", "hartmann6", "levy20", "powell50", "rastrigin100"]  # the box benchmarks with known f*
 BASE = {"gp_core": "protocol"}  # every variant starts from the paper protocol's core and changes what it names
@@ -59,14 +60,14 @@ def config_path(out: Path, problem: str, algorithm: str, variant: str, T: int, s
     return out / f"{problem}_{algorithm}_{variant.replace('+', '-')}_T{T}_S{seeds}.json"
 
 
-def summarise(res, n0: int) -> dict:
-    """The row of one run: regret ratios, simple regrets, the on-face fraction after n₀, times."""
+def summarise(res) -> dict:
+    """The row of one run: regret ratios, simple regrets, the on-face fraction after n₀ (mean over seeds), times."""
     regret = res.traces["instant_regret"]  # (S, T) f(x_t) - f* >= 0 (minimisation benchmarks)
-    on_face = np.asarray(res.traces["on_face"])[:, n0:]
+    on_face = tracking.on_face_rates(res)
     exec_s = float(np.sum(res.round_time_s))
     return {"regret_ratio": [float(v) for v in res.regret_ratio],
             "simple_regret": [float(v) for v in regret.min(axis=1)],
-            "on_face": float(on_face.mean()) if on_face.size else float("nan"),
+            "on_face": float(np.mean(on_face)) if on_face else float("nan"),
             "wall_s": float(res.wall_time_s), "compile_s": float(res.compile_time_s), "exec_s": exec_s,
             "exec_per_iter_ms": 1e3 * exec_s / res.T, "device": res.device, "hyperparameters": res.hyperparameters}
 
@@ -76,7 +77,7 @@ def run_one(problem: str, algorithm: str, variant: str, T: int, seeds: int, fit_
     if params.get("gp_fit") == "map":
         params["fit_steps"] = fit_steps
     res = sb.run(algorithm, sb.make_problem(problem), T=T, n_seeds=seeds, params=params, progress=False)
-    row = summarise(res, int(res.hyperparameters.get("n0", 0)))
+    row = summarise(res)
     row.update(problem=problem, algorithm=algorithm, variant=variant, T=T, seeds=seeds,
                date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     return row

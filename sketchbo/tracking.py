@@ -69,10 +69,16 @@ def summary_of(result, config: dict) -> dict:
             if all(key in c for c in result.certificates):
                 summary[key] = [c[key] for c in result.certificates]
     if "on_face" in result.traces:  # boxes: per seed, the fraction of the model's queries (after n0) on a face
-        n0 = int(result.hyperparameters.get("n0", 0))
-        faces = np.asarray(result.traces["on_face"], dtype=np.float64)[:, n0:]
-        summary["on_face"] = [float(v) for v in faces.mean(axis=1)] if faces.shape[1] else None
+        summary["on_face"] = on_face_rates(result)
     return summary
+
+
+def on_face_rates(result) -> list[float] | None:
+    """Per seed, the fraction of a box run's model-chosen queries (after the n₀ initial points) that lie on a
+    face of the box (``traces["on_face"]``); None when the run has no such query (T ≤ n₀)."""
+    n0 = int(result.hyperparameters.get("n0", 0))
+    faces = np.asarray(result.traces["on_face"], dtype=np.float64)[:, n0:]
+    return [float(v) for v in faces.mean(axis=1)] if faces.shape[1] else None
 
 
 def trace_arrays(result) -> dict:

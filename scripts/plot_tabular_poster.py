@@ -61,7 +61,7 @@ def time_ratio(runs: dict, over: str = "gp_ucb", under: str = "bbkb") -> tuple[f
     if a is None or b is None:
         return None
     t = min(a.T, b.T)
-    ta, tb = (float(np.mean(plots.cumulative_time(r)[:, t - 1])) for r in (a, b))
+    ta, tb = plots.time_up_to(a, t), plots.time_up_to(b, t)
     return (ta / tb, t) if tb > 0 else None
 
 

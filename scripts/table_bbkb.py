@@ -59,7 +59,7 @@ def at_step(res, t: int | None) -> dict:
         return {"at_t": t, "ratio_at_t_mean": None, "ratio_at_t_std": None, "exec_s_at_t": None}
     ratio = plots.regret_ratio(res)[:, t - 1]
     return {"at_t": t, "ratio_at_t_mean": float(np.mean(ratio)), "ratio_at_t_std": float(np.std(ratio)),
-            "exec_s_at_t": float(np.mean(plots.cumulative_time(res)[:, t - 1]))}
+            "exec_s_at_t": plots.time_up_to(res, t)}
 
 
 def row(res, at: int | None = None) -> dict:

@@ -153,6 +153,11 @@ def cumulative_time(result: Result) -> np.ndarray:
     return rounds[np.minimum(batch, rounds.size - 1)]
 
 
+def time_up_to(result: Result, t: int) -> float:
+    """One seed's wall time (s) up to step t, mean over seeds (:func:`cumulative_time`); compilation excluded."""
+    return float(np.mean(cumulative_time(result)[:, t - 1]))
+
+
 def run_time(result: Result) -> float:
     """Wall time (s) of the whole run for one seed (see :func:`cumulative_time`); compilation excluded. Of
     joined seed slices: the parts' times weighted by their seed counts."""
@@ -366,7 +371,7 @@ def print_table(rows: list[dict], text: str, json_path=None) -> None:
 __all__ = [
     "Result", "ResultsError", "LABELS", "COLORS", "load_result", "load_results", "join_seed_slices", "pick", "problems_of",
     "cumulative_regret", "uniform_gap", "regret_ratio", "batch_size", "dict_size", "cumulative_time",
-    "run_time", "number", "print_table", "result_label", "mean_std", "thin", "pyplot", "band", "regret_panels",
+    "run_time", "time_up_to", "number", "print_table", "result_label", "mean_std", "thin", "pyplot", "band", "regret_panels",
     "seeds_note", "save_figure", "add_also",
     "also_results", "methods_figure", "panel_rows", "figure_parser",
     "script_main",

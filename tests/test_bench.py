@@ -178,3 +178,34 @@ def test_accelerator_table_on_cpu(tmp_path):
     assert "accelerator table" in proc.stdout and "n/a" in proc.stdout and "loop it. mean" in proc.stdout
     proc = run_script("bench.py", "--quick", "--only", "accelerator", "--seeds", "1,x", "--out", tmp_path / "x.json")
     assert proc.returncode == 2 and "comma-separated list of integers" in proc.stderr
+
+
+def load_script(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(Path(name).stem, SCRIPTS / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gp_ucb_time_estimate_sums_the_interpolated_time_per_iteration(monkeypatch):
+    """bench_gssbo --gp-ucb-per-iteration: GP-UCB's time to N is Σ_{n=20}^{N-1} of its time per iteration,
+    interpolated linearly between the measured n (and from 0 at n = 0)."""
+    bg = load_script("bench_gssbo.py")
+    measured = {50: 0.5, 100: 2.0}
+    monkeypatch.setattr(bg, "time_per_iteration", lambda problem, n: {"n": n, "s_per_iteration": measured[n],
+                                                                      "rounds_s": [], "compile_time_s": 1.0})
+    row = bg.estimated_reference(type("P", (), {"name": "hartmann6"}), 100, [100, 50])
+    by_hand = sum(0.5 * n / 50 if n <= 50 else 0.5 + 1.5 * (n - 50) / 50 for n in range(20, 100))
+    assert row["exec_time_s"] == pytest.approx(by_hand) and row["compile_time_s"] == 2.0
+    assert row["algorithm"] == "std_gp_ucb (estimated)" and [p["n"] for p in row["per_iteration"]] == [50, 100]
+    rows = [{"problem": "hartmann6", "algorithm": "gssbo", "exec_time_s": by_hand / 10, "cumulative_regret": 1.0},
+            {**row, "cumulative_regret": float("nan")}]
+    bg.add_ratios(rows)
+    assert rows[0]["time_vs_gp_ucb"] == pytest.approx(0.1)
+
+
+def test_gp_ucb_time_estimate_needs_sample_counts_up_to_n():
+    proc = run_script("bench_gssbo.py", "--N", "100", "--gp-ucb-per-iteration", "50", "80", "--algorithms")
+    assert proc.returncode == 2 and "--gp-ucb-per-iteration=[50, 80]" in proc.stderr and "Traceback" not in proc.stderr

@@ -21,7 +21,7 @@ design of n uniform points (n0 = n) in a buffer of exactly n + 4 rows, one round
 median time of the last three model rounds (the first one's fit starts cold; in a run every fit is warm-
 started from the previous round's). Its cumulative time to N is the sum over n = 20 … N − 1 of that time
 interpolated linearly between the measured n (and down to 0 at n = 0). The estimate is low: a real run's
-buffer grows by 1.5× steps and carries up to half of its rows as padding through each O(n³) factorisation.
+buffer grows by 1.5× steps and carries up to a third of its rows as padding through each O(n³) factorisation.
 """
 from __future__ import annotations
 

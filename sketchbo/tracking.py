@@ -55,14 +55,14 @@ def summary_of(result, config: dict) -> dict:
         wall_time_s=float(result.wall_time_s),
         compile_time_s=float(result.compile_time_s),
         device=str(result.device),
-        seed_axis=str(result.seed_axis),  # with n_devices and elements_per_device: what the round times cover
-        n_devices=int(result.n_devices),
-        elements_per_device=int(result.elements_per_device),
         dtype=str(result.dtype),
         capacity_events=[str(e) for e in result.capacity_events],
         hyperparameters=to_jsonable(result.hyperparameters),
         config=to_jsonable(config),
     )
+    for key in ("seed_axis", "n_devices", "elements_per_device"):  # what the round times cover (plots.time_scale)
+        if getattr(result, key, None) is not None:
+            summary[key] = to_jsonable(getattr(result, key))
     if getattr(result, "certificates", None) is not None:  # finite-arm runs: the papers' bounds on this run
         summary["certificates"] = to_jsonable(result.certificates)
         for key in ("d_eff", "dict_bound", "batch_bound"):

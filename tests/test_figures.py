@@ -171,6 +171,18 @@ def test_curves_read_back_from_result_files(tmp_path, seed_axis, scale):
     assert plots.run_time(res) == pytest.approx(0.6 * scale)
 
 
+def test_curves_of_seeds_sharded_over_devices_are_one_seeds_time(tmp_path):
+    """A run that records its layout (2 seeds on 2 CPU devices, one each) has each round's time spent on one
+    seed per device, side by side: the one-seed curve is the round times themselves, not half of them."""
+    class Sharded(Fake):
+        seed_axis, n_devices, elements_per_device = "map", 2, 1
+
+    tracking.write_results(tmp_path, Sharded(), {"seed_axis": "auto"})
+    (res,) = plots.load_results(tmp_path)
+    assert (res.summary["seed_axis"], res.summary["n_devices"], res.summary["elements_per_device"]) == ("map", 2, 1)
+    np.testing.assert_allclose(plots.cumulative_time(res), [[0.1, 0.3, 0.3, 0.6, 0.6], [0.1, 0.1, 0.1, 0.3, 0.3]])
+
+
 def test_runs_of_one_config_on_disjoint_seeds_read_as_one_result(tmp_path, capsys):
     """Seeds 0-1 and seed 2 of one config (written by ``seed=0 n_seeds=2`` and ``seed=2 n_seeds=1``) load as one
     3-seed result: per-seed traces and summary lists in seed order, each part's round times for its own seeds.

@@ -40,9 +40,10 @@ class RunResult(NamedTuple):
     best_point: np.ndarray  # (n_seeds, d) the point where it was observed (on a box: in the box's coordinates)
     # per-seed theory certificates of a finite-arm run (``sketchbo.certificates.of_run``; the CLI's jobs add them)
     certificates: list | None = None
-    seed_axis: str = "map"  # how each device ran its elements: "map" (one after another) or "vmap" (together)
-    n_devices: int = 1  # devices the elements (grid points × seeds) were sharded over
-    elements_per_device: int = 1  # elements in each device's program (padded share): the round times cover them
+    # how the elements (grid points × seeds) ran, which the round times cover (``spec_layout``; None: unknown):
+    seed_axis: str | None = None  # "map" (each device's elements one after another) or "vmap" (together)
+    n_devices: int | None = None  # devices the elements were sharded over
+    elements_per_device: int | None = None  # elements in each device's program (its padded share)
 
 
 def spec_layout(spec) -> dict:

@@ -159,3 +159,35 @@ def test_defaults_learn_on_the_default_problem(name):
     lam and F, every other hyperparameter the registry's): R_T/R_unif <= 0.5 at T = 500 (issue 13's target)."""
     res = run(name, make_problem("gp_sample"), T=500, n_seeds=2, progress=False)
     assert res.regret_ratio.mean() <= 0.5, res.regret_ratio
+
+
+def test_resparsification_on_the_dictionarys_width_selects_what_the_full_width_selects(monkeypatch):
+    """From MANY_ARMS arms (``Static.slot_block``) a resparsification computes on the narrowest width
+    holding the dictionary (``nystrom.posterior_on_width``) when the seeds are mapped; vmapped seeds
+    compute at m_max. BBKB on 10^4 arms, float64: the same queries with the widths (map), without them
+    (map, MANY_ARMS raised) and by vmap."""
+    from sketchbo.domains import finite
+    from sketchbo.engine import program
+    from sketchbo.gp import nystrom
+    from sketchbo.problems.base import Problem
+
+    rng = np.random.default_rng(0)
+    arms = rng.uniform(size=(finite.MANY_ARMS, 2))
+    f = np.sin(3 * arms[:, 0]) * np.cos(2 * arms[:, 1])
+    prob = Problem("waves", arms, f, 0.1, {"name": "rbf", "sigma2": 0.05})
+    traced = []  # the width indices traced (one per compiled resparsification)
+    on_width = nystrom.posterior_on_width
+    monkeypatch.setattr(nystrom, "posterior_on_width", lambda *a, **k: traced.append(a[0]) or on_width(*a, **k))
+    kw = dict(T=400, n_seeds=2, progress=False, params={"F": 1.0, "m_max": 96})
+    widths = run("bbkb", prob, **kw)
+    assert traced, "the run did not compute on the dictionary's width"
+    assert max(widths.max_dict_size) > 32  # it needed more than the narrowest width at some point
+    n_traced = len(traced)
+    vm = run("bbkb", prob, seed_axis="vmap", **kw)
+    monkeypatch.setattr(finite, "MANY_ARMS", 10 ** 9)
+    monkeypatch.setattr(program, "_PROGRAMS", {})
+    full = run("bbkb", prob, **kw)
+    assert len(traced) == n_traced  # neither the vmapped nor the full-width program has width branches
+    for other in (vm, full):
+        for key in ("query", "batch_index", "dict_size"):
+            np.testing.assert_array_equal(widths.traces[key], other.traces[key], err_msg=key)

@@ -55,6 +55,43 @@ def test_one_gemm_variance_equals_embedded_form_for_a_partial_dictionary():
     assert float(post.max_clamp) < 1e-10  # any clamped value was rounding only
 
 
+@pytest.mark.parametrize("used", [5, 32, 33, 64, 90])
+@pytest.mark.parametrize("packed", [True, False])
+def test_posterior_on_a_narrower_width_equals_the_full_one(used, packed):
+    """``posterior_on_width`` (the resparsification on the narrowest width holding the dictionary, returned
+    at m_max) equals ``posterior`` at m_max = 96: means, variances, mean weights, and the
+    rotation-invariant products of the factors (W^T W = K_S^+, W^T V^{-1} W, B B^T), to float64 rounding; the
+    padded V^{-1} is I/lam on the empty slots. Unpacked masks (a used slot after an empty one) take the width
+    of their last used slot."""
+    arms, kp, counts, ysum = _problem(A=200, d=3, seed=4, n_pulls=150)
+    m_max, lam = 96, 0.2
+    rng = np.random.default_rng(used)
+    slots = np.arange(used) if packed else np.sort(rng.choice(m_max, used, replace=False))
+    mask = np.zeros(m_max, bool)
+    mask[slots] = True
+    idx = jnp.asarray(np.where(mask, rng.permutation(200)[:m_max], 0), jnp.int32)
+    mask = jnp.asarray(mask)
+    kdiag = RBF.diag(kp, arms)
+    args = (RBF, kp, arms, kdiag, idx, mask, *_pulled(counts), counts, ysum, lam)
+    full = nystrom.posterior(*args)
+    widths = nystrom.slot_widths(m_max)
+    assert widths == (32, 64, 96)
+    assert nystrom.slot_widths(32) == (32,) and nystrom.slot_widths(64) == (32, 64)
+    assert nystrom.slot_widths(918) == (256, 480, 704, 918) and nystrom.slot_widths(918, block=0) == (918,)
+    need = int(nystrom.width_index(mask, widths))
+    last = int(np.flatnonzero(np.asarray(mask))[-1]) + 1  # slots up to the last used one
+    assert widths[need] >= last and (need == 0 or widths[need - 1] < last)
+    for index in range(need, len(widths)):
+        post = jax.jit(nystrom.posterior_on_width, static_argnums=(1,))(index, *args)
+        assert post.W.shape == post.Vinv.shape == post.B.shape == (m_max, m_max) and int(post.rank) == int(full.rank)
+        for got, want in ((post.mean, full.mean), (post.var, full.var), (post.a, full.a),
+                          (post.W.T @ post.W, full.W.T @ full.W), (post.B @ post.B.T, full.B @ full.B.T),
+                          (post.W.T @ post.Vinv @ post.W, full.W.T @ full.Vinv @ full.W)):
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * float(np.max(np.abs(want))))
+        empty = np.arange(m_max) >= widths[index]
+        np.testing.assert_array_equal(np.asarray(post.Vinv)[np.ix_(empty, empty)], np.eye(int(empty.sum())) / lam)
+
+
 def test_dtc_against_explicit_nystrom_formula():
     """BBKB Eq. (1)-(2) written with an explicit embedding Z = K_AS K_SS^{+1/2} (dense numpy)."""
     arms, kp, counts, ysum = _problem(seed=2)

@@ -188,3 +188,40 @@ def test_top_k_indices_equals_lax_top_k_with_ties_and_minus_inf(k):
             x = rng.integers(0, 6, n).astype(float)  # many ties
             x[rng.random(n) < 0.3] = -np.inf
             np.testing.assert_array_equal(fn(jnp.asarray(x)), jax.lax.top_k(jnp.asarray(x), k)[1])
+
+
+def test_selection_is_exact_where_bounds_differ_below_float32_resolution():
+    """The refresh candidates are chosen on float32-rounded bounds on the CPU (``common.candidate_indices``):
+    stale bounds and exact UCBs 1e-12 apart tie in float32 and come in any order there, yet the step selects
+    the first maximiser of the float64 exact UCBs, as the one-at-a-time lazy rule does."""
+    rng = np.random.default_rng(3)
+    A = 300
+
+    @jax.jit
+    def both(exact, bound, fresh):
+        tab = ucb_table(bound, 17)
+        new = bounded_argmax(tab, fresh, lambda idx: exact[idx])
+        ref = reference_lazy_argmax(tab, fresh, lambda i: exact[i])
+        return new[2], ref[2]
+
+    for _ in range(30):
+        exact = 1.0 + 1e-12 * rng.permutation(A)  # distinct in float64, all 1.0 in float32
+        bound = exact + 1e-12 * rng.integers(0, 50, A)  # upper bounds, also 1.0 in float32
+        fresh = rng.random(A) < 0.1
+        bound = np.where(fresh, exact, bound)
+        i, i_ref = both(*map(jnp.asarray, (exact, bound, fresh)))
+        assert int(i) == int(i_ref) == first_max(exact)
+
+
+@pytest.mark.parametrize("shape,k", [((144,), 8), ((1152,), 8), ((16, 144), 8)])
+def test_refresh_candidates_are_among_the_largest_entries(shape, k):
+    """``candidate_indices`` returns k distinct positions per row holding k of the largest entries, up to
+    float32 rounding (-inf entries last)."""
+    rng = np.random.default_rng(k + len(shape))
+    x = rng.normal(size=shape)
+    x[rng.random(shape) < 0.3] = -np.inf
+    idx = np.asarray(jax.jit(lambda v: common.candidate_indices(v, k))(jnp.asarray(x)))
+    for row, pos in zip(x.reshape(-1, shape[-1]), idx.reshape(-1, k)):
+        assert len(set(pos.tolist())) == k
+        kth = np.sort(row)[::-1][k - 1]
+        assert np.all(row[pos] >= np.float32(kth) - 1e-6 * abs(kth))

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 from sketchbo.algorithms.batch_rules import BatchRule
 from sketchbo.algorithms.common import (
     Algorithm, Feedback, Params, RoundInfo, Static, StepInfo, UCBTable, any_seed, batch_feedback, beta_bbkb,
-    beta_bkb, beta_vakili, block_size, lazy_argmax_round, table_argmax, ucb_table,
+    beta_bkb, beta_vakili, block_size, lazy_argmax_round, seeds_vmapped, table_argmax, ucb_table,
 )
 from sketchbo.gp import nystrom, sparse_bounds
 from sketchbo.kernels import get_kernel
@@ -141,6 +141,17 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
         counts, qi, wy, incr = batch_feedback(state.counts, fb, state.var_fb, static.beta_mode)
         return state._replace(counts=counts, ysum=state.ysum.at[qi].add(wy), logdet=state.logdet + incr), None
 
+    def _posterior(state, idx, mask, p_idx, p_mask, params):
+        """The new dictionary's posterior (BBKB Eq. 1–2), on the narrowest slot width holding the dictionary
+        where ``static.slot_block`` allows (``nystrom.posterior_on_width``). Under the seeds' vmap every seed
+        computes at m_max: a per-seed width would compute every width's branch for every seed."""
+        widths = nystrom.slot_widths(m_max, static.slot_block)
+        args = (kernel, params.kernel, state.arms, state.kdiag, idx, mask, p_idx, p_mask, state.counts, state.ysum,
+                params.lam, state.W.dtype, static.eig_method)
+        if len(widths) == 1 or seeds_vmapped():
+            return nystrom.posterior(*args)
+        return nystrom.posterior_on_width(nystrom.width_index(mask, widths), *args, block=static.slot_block)
+
     def resparsify(key, state: SparseUCBState, params: Params):
         if static.exact_dictionary:
             idx, mask, wanted = nystrom.exact_dictionary(state.counts, m_max)
@@ -149,8 +160,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
                 key, state.var_fb, state.counts, params.qbar, per_pull, m_max)
         p_idx, p_mask, n_unique = nystrom.pulled_list(state.counts, static.u_max)
         dt, fdt = state.arms.dtype, state.W.dtype
-        post = nystrom.posterior(kernel, params.kernel, state.arms, state.kdiag, idx, mask, p_idx, p_mask,
-                                 state.counts, state.ysum, params.lam, fdtype=fdt, eig_method=static.eig_method)
+        post = _posterior(state, idx, mask, p_idx, p_mask, params)
         if static.beta_mode == "vakili":  # Thm 3.5 with lambda_max of the pulled arms against the new dictionary
             lam_max = sparse_bounds.lambda_max(kernel, _as(fdt, params.kernel), state.arms.astype(fdt), post.W, idx,
                                                mask, p_idx, p_mask, state.counts)

@@ -34,6 +34,7 @@ from sketchbo.engine.domain import Prepared, RunSpec
 from sketchbo.engine.program import compiled_program, element_keys, padded_into, stack_elements
 from sketchbo.engine.result import RunResult, result, spec_layout
 from sketchbo.engine.validate import check_float, check_int, invalid_value, with_defaults
+from sketchbo.gp import nystrom
 from sketchbo.kernels import KERNELS, kernel_params
 from sketchbo.problems.base import Problem, check_problem
 
@@ -66,7 +67,10 @@ FALLBACK = {"lam": 0.2, "F": 20.0}  # docs/protocols.md#finite-arm-protocol: lam
 # a loaded 2-core CPU). With few arms the product is cheap and growth is not (gp_sample, A = 1000, T = 500,
 # dictionary 104: 9.4 s from 64, 3.1 s at 128 on 2026-11-23); on accelerators a compilation costs about 10 s: 128.
 DEFAULT_M_MAX = {"cpu_many_arms": 96, "other": 128}
-MANY_ARMS = 10_000  # A from which the CPU starts at DEFAULT_M_MAX["cpu_many_arms"]
+# A from which the CPU starts at DEFAULT_M_MAX["cpu_many_arms"], and from which a resparsification computes on
+# the dictionary's width (Static.slot_block; below it the product is cheap and each width's branch costs
+# compilation: docs/benchmarks.md#dictionary-width)
+MANY_ARMS = 10_000
 
 
 def default_m_max(A: int) -> int:
@@ -144,7 +148,8 @@ def make_static(algorithm: str, hyper: dict, A: int, d: int, T: int, kernel_name
     return Static(A=A, d=d, T=T, m_max=capacities["m_max"], u_max=capacities["u_max"], kernel=kernel_name,
                   beta_family=hyper.get("beta_family", "bbkb"), beta_mode=hyper.get("beta", "code"),
                   resample=hyper.get("resample", "code"), batch_rule=rule_name(spec, hyper),
-                  exact_dictionary=hyper.get("dictionary") == "all_pulled")
+                  exact_dictionary=hyper.get("dictionary") == "all_pulled",
+                  slot_block=nystrom.SLOT_BLOCK if A >= MANY_ARMS else 0)
 
 
 # ------------------------------------------------------------------------------------ the domain

@@ -116,6 +116,59 @@ def posterior(kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pul
     return NystromPosterior(W, Vinv, B, a, mean, jnp.maximum(var_raw, 0.0), rank, max_clamp)
 
 
+SLOT_BLOCK = 32  # granularity of the dictionary widths a resparsification computes on (:func:`slot_widths`)
+MOST_WIDTHS = 4  # widths at most: each is a branch of the compiled program
+
+
+def slot_widths(m_max: int, block: int = SLOT_BLOCK, most: int = MOST_WIDTHS) -> tuple[int, ...]:
+    """The static widths of :func:`posterior_on_width`: m_max j / most for j < most, each rounded up to a
+    multiple of ``block``, those at least block / 2 below m_max, then m_max (``block`` 0: m_max alone).
+    m_max = 96: (32, 64, 96); 99: (32, 64, 99); 128: (32, 64, 96, 128); 918: (256, 480, 704, 918)."""
+    if block <= 0:
+        return (m_max,)
+    below = {block * -(-(m_max * j) // (most * block)) for j in range(1, most)}
+    return tuple(sorted(w for w in below if w <= m_max - block / 2)) + (m_max,)
+
+
+def width_index(dict_mask, widths):
+    """Index into ``widths`` of the narrowest one holding every slot in use (the last used slot, whatever the
+    layout of ``dict_mask``)."""
+    used = jnp.max(jnp.where(dict_mask, jnp.arange(dict_mask.shape[0]) + 1, 0))
+    return jnp.sum(jnp.asarray(widths) < used).astype(jnp.int32)
+
+
+def _padded(post: NystromPosterior, m_max: int, lam) -> NystromPosterior:
+    """A posterior computed on the first w slots as the m_max-slot one: the empty slots' rows and columns of W,
+    B and a are zero and V^{-1} is I/lam there (V = lam I on them)."""
+    p = m_max - post.W.shape[0]
+    if p == 0:
+        return post
+    pad2 = ((0, p), (0, p))
+    fill = jnp.where(jnp.arange(m_max) >= post.W.shape[0], 1.0 / jnp.asarray(lam).astype(post.Vinv.dtype), 0.0)
+    return post._replace(W=jnp.pad(post.W, pad2), B=jnp.pad(post.B, pad2), a=jnp.pad(post.a, (0, p)),
+                         Vinv=jnp.pad(post.Vinv, pad2) + jnp.diag(fill))
+
+
+def posterior_on_width(index, kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pulled_mask, counts,
+                       ysum, lam, fdtype=None, eig_method: str = "auto", block: int = SLOT_BLOCK):
+    """:func:`posterior` computed on the first ``slot_widths(m_max, block)[index]`` dictionary slots only,
+    returned at m_max slots (docs/architecture.md#cost-model). The slots beyond that width must be empty
+    (:func:`width_index` gives the narrowest such width). The result is the full-width posterior's, up to the
+    rounding of products of another size: each resparsification costs O(A w^2) instead of O(A m_max^2),
+    and the dictionary grows slowly (Cadata: 32 arms at t = 100, 79 at 10^4). ``index`` may be traced: one
+    ``lax.switch`` branch per width (under ``vmap`` a per-seed index computes every branch)."""
+    m_max = dict_idx.shape[0]
+
+    def at(w):
+        def branch(idx, mask):
+            post = posterior(kernel, kparams, arms, kdiag, idx[:w], mask[:w], pulled_idx, pulled_mask, counts, ysum,
+                             lam, fdtype, eig_method)
+            return _padded(post, m_max, lam)
+        return branch
+
+    return jax.lax.switch(index, [at(w) for w in slot_widths(m_max, block)], dict_idx, dict_mask)
+
+
 def pulled_list(counts, u_max):
     """The unique pulled arms as a fixed-capacity list: (idx (u_max,) int32, mask (u_max,) bool, n_unique)."""
     keep = counts > 0
@@ -184,6 +237,7 @@ def exact_dictionary(counts, m_max):
 
 
 __all__ = [
-    "NystromPosterior", "factor_dtype", "dictionary_factors", "posterior", "embedded_variance", "add_to_batch",
+    "NystromPosterior", "MOST_WIDTHS", "SLOT_BLOCK", "factor_dtype", "dictionary_factors", "posterior", "posterior_on_width",
+    "slot_widths", "width_index", "embedded_variance", "add_to_batch",
     "covariance_with", "cross_kernel", "inclusion_probability", "resample_dictionary", "exact_dictionary",
 ]

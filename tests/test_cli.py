@@ -445,6 +445,19 @@ def test_progress_eta_extrapolates_the_phase_since_the_last_capacity_growth(monk
     assert etas == [50.0, 60.5, 80.0]
 
 
+def test_progress_eta_of_a_resumed_run_counts_only_its_own_steps(monkeypatch):
+    """Resumed at t = 80 of 100: 5 steps in 10 s leave 15 steps, 30 s (not 10 s x 15 / 85 as if the clock
+    had run since t = 0)."""
+    clock = [0.0]
+    monkeypatch.setattr("sketchbo.engine.progress.time.perf_counter", lambda: clock[0])
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    p = Progress(True, "gp/test", T=100, every_s=0.0)
+    p.restart(80)
+    clock[0] = 10.0
+    p(85, 85)
+    assert float(sys.stderr.getvalue().rsplit("eta ", 1)[1].strip().rstrip("s")) == 30.0
+
+
 @pytest.mark.extended
 def test_float_grid_in_one_program_equals_the_multirun(tmp_path):
     """grid.qbar=[1,3] grid.C=[1.5,3] runs the four points in one program with the multirun's numbers."""

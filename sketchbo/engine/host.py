@@ -79,7 +79,7 @@ def drive(domain: Domain, capacities: dict, init_args, chunk_args, progress: Pro
             capacities, events, round_times = dict(saved.capacities), list(saved.events), list(saved.round_times)
     init_c, chunk_c, compile_s, carry, noise = _start(domain, capacities, init_args, saved)
     keys, last_write = init_args[0], len(round_times)
-    progress.restart()
+    progress.restart(int(np.min(np.asarray(carry[0].t))))  # a resumed run's ETA counts only its new steps
     while True:
         last, before, t_call = carry, _rounds(carry), time.perf_counter()
         carry = chunk_c(keys, carry, noise, *chunk_args)

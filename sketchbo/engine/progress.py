@@ -16,7 +16,8 @@ class Progress:
 
     The ETA extrapolates the rate of the current phase: the steps since the last :meth:`mark` (a capacity
     growth, after which a step costs more) over the time since it, once the phase covers 1% of T;
-    before that the rate since the start.
+    before that the rate since the start (the steps done since the step the clock started at: a resumed
+    run's earlier steps took no time of this process).
     """
 
     BAR = 24  # bar width in characters
@@ -33,9 +34,11 @@ class Progress:
         self.width = 0  # length of the last line drawn on the terminal
         self.restart()
 
-    def restart(self):
-        """Start the clock (after compilation, so that the ETA measures execution)."""
+    def restart(self, t: int = 0):
+        """Start the clock at step ``t`` (after compilation, so that the ETA measures execution; t > 0 for a
+        run resumed from a checkpoint)."""
         self.start = time.perf_counter()
+        self.t_start = t
         self.last = -math.inf
         self.phase = (self.start, None)  # (time, t) where the current phase began; t None: at the start
 
@@ -47,7 +50,8 @@ class Progress:
         since, t0 = self.phase
         if t0 is not None and t - t0 >= 0.01 * self.T and now > since:
             return (now - since) * (self.T - t) / (t - t0)
-        return elapsed * (self.T - t) / t if t > 0 else float("nan")
+        done = t - self.t_start
+        return elapsed * (self.T - t) / done if done > 0 else float("nan")
 
     @staticmethod
     def _clock(seconds: float) -> str:

@@ -42,6 +42,7 @@ import yaml  # noqa: E402
 from sketchbo import tracking  # noqa: E402
 import sketchbo as sb  # noqa: E402
 from sketchbo.algorithms import BO_ALGORITHMS  # noqa: E402
+from sketchbo.engine.result import seed_time_factor  # noqa: E402
 from sketchbo.problems import CONTINUOUS_PROBLEMS, make_problem  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -67,7 +68,7 @@ def parse_variant(text: str) -> tuple[str, dict]:
 def measure(algorithm: str, problem, N: int, seeds: int, progress: bool, params: dict | None = None,
             label: str | None = None) -> dict:
     res = sb.run(algorithm, problem, T=N, n_seeds=seeds, progress=progress, params=params)
-    per_seed = 1.0 / res.elements_per_device if res.seed_axis == "map" else 1.0  # each device: seeds in sequence
+    per_seed = seed_time_factor(res.seed_axis, res.elements_per_device)
     regret = np.asarray(res.traces["instant_regret"])
     return {
         "algorithm": label or algorithm, "params": dict(params or {}), "problem": problem.name, "N": N, "n_seeds": seeds,

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from sketchbo import tracking
+from sketchbo.engine.result import seed_time_factor
 from sketchbo.results import (  # noqa: F401  (re-exported: the plot scripts read results through plots)
     Result, ResultsError, SLICE_FREE_KEYS, consecutive, join_seed_slices, joined_result, load_npz, load_result, load_results, pick, problems_of, seed_chain, seed_span, slice_identity,
 )
@@ -128,9 +129,8 @@ def time_scale(result: Result) -> float:
     """Factor from the job's round times (all seeds) to one seed's: when the seeds ran in sequence, 1 over the
     number each device ran one after another (``elements_per_device`` of ``summary.json``: the devices ran
     their shares side by side; a summary without it is of one device holding every seed)."""
-    if not seeds_sequential(result):
-        return 1.0
-    return 1.0 / int(result.summary.get("elements_per_device", result.n_seeds))
+    return seed_time_factor("map" if seeds_sequential(result) else "vmap",
+                            result.summary.get("elements_per_device", result.n_seeds))
 
 
 def cumulative_time(result: Result) -> np.ndarray:

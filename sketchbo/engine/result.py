@@ -55,8 +55,15 @@ def spec_layout(spec) -> dict:
             "elements_per_device": -(-n_elements // spec.n_devices)}
 
 
+def seed_time_factor(seed_axis: str | None, elements_per_device: int | None) -> float:
+    """Factor from a run's round times (all its elements together) to one element's: 1 / ``elements_per_device``
+    where each device ran its elements one after another (``seed_axis`` "map"), else 1 ("vmap": together).
+    ``RunResult`` and ``summary.json`` both record the two."""
+    return 1.0 / int(elements_per_device) if seed_axis == "map" else 1.0
+
+
 def result(algorithm, problem_name, T, seeds, traces: dict, rounds, uniform_regret: float | None, driven, wall0,
-           dtype, hyperparameters, best_point, run_layout: dict | None = None) -> RunResult:
+           dtype, hyperparameters, best_point, run_layout: dict) -> RunResult:
     """RunResult of per-seed ``traces`` (``reward``, ``batch_index``, ``dict_size`` and, when the optimum is
     known, ``instant_regret``), ``rounds`` (n_seeds,), the mean instant regret of a uniformly random query
     (None: the optimum is unknown), the host loop's ``driven`` bookkeeping (times, compilation, capacity
@@ -78,4 +85,4 @@ def result(algorithm, problem_name, T, seeds, traces: dict, rounds, uniform_regr
         device=f"{dev.platform}:{getattr(dev, 'device_kind', '')}", dtype=dtype,
         capacity_events=list(driven.events), hyperparameters=hyperparameters,
         best_reward=np.max(traces["reward"], axis=1), best_point=np.asarray(best_point, np.float64),
-        **(run_layout or {}))
+        **run_layout)

@@ -57,7 +57,8 @@ _FLOATS = {
 FALLBACK = {"lam": 0.2, "F": 20.0}  # docs/protocols.md#finite-arm-protocol: lam and F where neither the user nor the problem sets them
 
 # The first dictionary capacity where the user leaves m_max at None (the default): a grown run equals a run
-# started at its final capacity bit for bit (float64), and other capacities differ only by rounding (a GEMM's
+# started at its final capacity bit for bit (float64; below MANY_ARMS, whose resparsification widths depend
+# on the capacity), and other capacities differ only by rounding (a GEMM's
 # summation order depends on its size); the time depends on it. Each round costs an A x m_max^2 product
 # (docs/architecture.md#cost-model) and each growth step a compilation of the whole program. On the CPU with
 # many arms the product is most of the execution, so the capacity sits just above the papers' dictionaries:

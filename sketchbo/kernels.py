@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -105,16 +106,16 @@ def kernel_params(name: str, d: int, dtype=jnp.float64, /, **overrides) -> dict:
             raw = np.asarray(None)
         if raw.dtype.kind not in "iuf":  # strings, booleans, complex numbers, None, dicts
             raise ValueError(f"kernel.{key}={value!r} is invalid; it must be {allowed}")
-        arr = jnp.asarray(raw, dtype=dtype)
-        if not bool(jnp.all(jnp.isfinite(arr))) or not bool(jnp.all(arr > 0)):
+        arr = np.asarray(raw, dtype=dtype)  # checked on the host: nothing is compiled before the run's program
+        if not np.all(np.isfinite(arr)) or not np.all(arr > 0):
             raise ValueError(f"kernel.{key}={value!r} is invalid; it must be finite and > 0")
         if key != "lengthscales" and arr.ndim != 0:
             raise ValueError(f"kernel.{key} has shape {arr.shape}; expected a scalar")
         if key == "lengthscales":
-            arr = jnp.broadcast_to(arr, (d,)) if arr.ndim == 0 else arr
+            arr = np.broadcast_to(arr, (d,)) if arr.ndim == 0 else arr
             if arr.shape != (d,):
                 raise ValueError(f"kernel.lengthscales has shape {arr.shape}; expected a scalar or ({d},)")
-        out[key] = arr
+        out[key] = jax.device_put(arr)  # (jnp.asarray would compile a program for it)
     return out
 
 

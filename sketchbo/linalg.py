@@ -164,7 +164,28 @@ def sym_eig(A, method: str = "auto"):
     return jnp.linalg.eigh(A)
 
 
-def psd_inv_sqrt(K, mask, eig_method: str = "auto"):
+def eig_on_width(M, index, widths, method: str = "auto"):
+    """:func:`sym_eig` of a symmetric (m, m) matrix that is block diagonal beyond its first ``widths[index]``
+    rows and columns, with a diagonal lower block: ``(w, V)`` from the leading w x w block alone, the lower
+    block's diagonal appended to the eigenvalues and the identity to the eigenvectors (an exact
+    eigendecomposition of such a matrix, its eigenvalues not sorted). ``index`` may be traced: one
+    ``lax.switch`` branch per width (``widths`` static, the last m)."""
+    m = M.shape[0]
+
+    def at(w):
+        def branch(M):
+            e, U = sym_eig(M[:w, :w], method)
+            if w == m:
+                return e, U
+            pad = jnp.zeros((w, m - w), M.dtype)
+            U = jnp.block([[U, pad], [pad.T, jnp.eye(m - w, dtype=M.dtype)]])
+            return jnp.concatenate([e, jnp.diagonal(M)[w:]]), U
+        return branch
+
+    return jax.lax.switch(index, [at(w) for w in widths], M)
+
+
+def psd_inv_sqrt(K, mask, eig_method: str = "auto", eig=None):
     """Pseudo-inverse square root of a PSD matrix restricted to ``mask``.
 
     Returns ``(W, rank)`` with ``W`` (m, m) such that ``W.T @ W = K^+`` and ``z(x) = W k_S(x)`` is the
@@ -172,10 +193,11 @@ def psd_inv_sqrt(K, mask, eig_method: str = "auto"):
     posterior quantity unchanged). Eigenvalues below ``max_eig * m * eps`` are dropped
     (docs/architecture.md#numerics; the
     same threshold as the authors' code) — no jitter is added. ``eig_method`` (static): the eigensolver
-    (:func:`sym_eig`); the threshold is the same for each.
+    (:func:`sym_eig`); the threshold is the same for each. ``eig``: a function of the masked matrix giving
+    its ``(w, V)`` in place of ``sym_eig`` (e.g. :func:`eig_on_width`).
     """
     Km = masked_gram(K, mask)
-    evals, U = sym_eig(Km, eig_method)
+    evals, U = sym_eig(Km, eig_method) if eig is None else eig(Km)
     m = jnp.sum(mask)
     eps = jnp.finfo(K.dtype).eps
     thr = jnp.maximum(jnp.max(evals), 0.0) * m * eps

@@ -6,7 +6,7 @@ import pytest
 
 from sketchbo.gp import exact, nystrom
 from sketchbo.kernels import get_kernel, kernel_params
-from sketchbo.linalg import psd_inv_sqrt, spd_inverse, upper_triangular_gram, upper_triangular_inverse
+from sketchbo.linalg import eig_on_width, psd_inv_sqrt, spd_inverse, upper_triangular_gram, upper_triangular_inverse
 
 RBF = get_kernel("rbf")
 
@@ -61,8 +61,9 @@ def test_posterior_on_a_narrower_width_equals_the_full_one(used, packed):
     """``posterior_on_width`` (the resparsification on the narrowest width holding the dictionary, returned
     at m_max) equals ``posterior`` at m_max = 96: means, variances, mean weights, and the
     rotation-invariant products of the factors (W^T W = K_S^+, W^T V^{-1} W, B B^T), to float64 rounding; the
-    padded V^{-1} is I/lam on the empty slots. Unpacked masks (a used slot after an empty one) take the width
-    of their last used slot."""
+    V^{-1} it returns is I/lam on the empty slots, and W and B are zero there. Unpacked masks (a used slot
+    after an empty one) take the width of their last used slot; a width that leaves out used slots gives
+    other moments."""
     arms, kp, counts, ysum = _problem(A=200, d=3, seed=4, n_pulls=150)
     m_max, lam = 96, 0.2
     rng = np.random.default_rng(used)
@@ -81,8 +82,11 @@ def test_posterior_on_a_narrower_width_equals_the_full_one(used, packed):
     need = int(nystrom.width_index(mask, widths))
     last = int(np.flatnonzero(np.asarray(mask))[-1]) + 1  # slots up to the last used one
     assert widths[need] >= last and (need == 0 or widths[need - 1] < last)
+    on_width = jax.jit(nystrom.posterior_on_width, static_argnums=(1,))
+    if need > 0:
+        assert float(np.max(np.abs(np.asarray(on_width(need - 1, *args).mean - full.mean)))) > 1e-3
     for index in range(need, len(widths)):
-        post = jax.jit(nystrom.posterior_on_width, static_argnums=(1,))(index, *args)
+        post = on_width(index, *args)
         assert post.W.shape == post.Vinv.shape == post.B.shape == (m_max, m_max) and int(post.rank) == int(full.rank)
         for got, want in ((post.mean, full.mean), (post.var, full.var), (post.a, full.a),
                           (post.W.T @ post.W, full.W.T @ full.W), (post.B @ post.B.T, full.B @ full.B.T),
@@ -90,6 +94,27 @@ def test_posterior_on_a_narrower_width_equals_the_full_one(used, packed):
             np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * float(np.max(np.abs(want))))
         empty = np.arange(m_max) >= widths[index]
         np.testing.assert_array_equal(np.asarray(post.Vinv)[np.ix_(empty, empty)], np.eye(int(empty.sum())) / lam)
+        for factor in (post.W, post.B):
+            assert not np.any(np.asarray(factor)[empty]) and not np.any(np.asarray(factor)[:, empty])
+
+
+def test_eig_on_width_is_an_eigendecomposition_of_a_block_diagonal_matrix():
+    """``linalg.eig_on_width``: for a symmetric matrix that is block diagonal beyond w with a diagonal lower
+    block, the w x w block's eigenpairs with the lower diagonal appended satisfy M = U diag(e) U^T with U
+    orthogonal (float64, 1e-12), at every width from w up; the eigenvalues are those of eigh on M."""
+    rng = np.random.default_rng(0)
+    G = rng.normal(size=(20, 20))
+    M = np.zeros((48, 48))
+    M[:20, :20] = G @ G.T
+    M[20:, 20:] = np.diag(rng.uniform(0.1, 2.0, 28))
+    M = jnp.asarray(M)
+    for index, w in enumerate((24, 40, 48)):
+        e, U = jax.jit(eig_on_width, static_argnums=(2,))(M, index, (24, 40, 48))
+        np.testing.assert_allclose(U @ jnp.diag(e) @ U.T, M, atol=1e-12 * float(jnp.max(jnp.abs(M))))
+        np.testing.assert_allclose(U.T @ U, np.eye(48), atol=1e-12)
+        np.testing.assert_allclose(np.sort(e), np.linalg.eigvalsh(np.asarray(M)), rtol=1e-10, atol=1e-12)
+        if w < 48:  # the lower block is carried as it is
+            np.testing.assert_array_equal(e[w:], jnp.diagonal(M)[w:])
 
 
 def test_dtc_against_explicit_nystrom_formula():

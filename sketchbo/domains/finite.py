@@ -168,11 +168,11 @@ def check_space(algorithm: str, problem) -> Problem:
 
 def _point_params(hyper: dict, xi: float, kparams: dict, jdt) -> Params:
     """The float hyperparameters of one grid point as 0-d arrays (stacked over the elements by the engine)."""
-    def scalar(key, default):
-        return jnp.asarray(hyper.get(key, default), jdt)
+    def scalar(key, default):  # NumPy: the engine stacks the elements on the host
+        return np.asarray(hyper.get(key, default), jdt)
 
-    return Params(lam=scalar("lam", 1.0), qbar=jnp.asarray(oversampling(hyper), jdt), C=scalar("C", 1.0),
-                  F=scalar("F", 0.0), delta=scalar("delta", 0.5), xi=jnp.asarray(xi, jdt), eps=scalar("eps", 0.0),
+    return Params(lam=scalar("lam", 1.0), qbar=np.asarray(oversampling(hyper), jdt), C=scalar("C", 1.0),
+                  F=scalar("F", 0.0), delta=scalar("delta", 0.5), xi=np.asarray(xi, jdt), eps=scalar("eps", 0.0),
                   kernel=kparams)
 
 

@@ -11,9 +11,10 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from sketchbo.algorithms import ArmSet
-from sketchbo.algorithms.common import any_seed, arm_feedback, present
+from sketchbo.algorithms.common import any_seed, arm_feedback, present, seeds_vmapped
 from sketchbo.engine.program import SeedKeys, jitted, over_seeds, tree_where
 from sketchbo.engine.rounds import capacity_request, finish_batch, select_batch
 
@@ -101,8 +102,8 @@ def make_chunk(alg, T: int, segments: int):
     continues it and reads its earlier selections from the traces, which the chunk only reads. A seed whose
     model overflowed a capacity stops until the host loop has grown it."""
     L = min(T, ROUND_BUFFER)
-    empty = StepRecords(jnp.zeros((L,), jnp.int32), jnp.zeros((L,), jnp.int32), jnp.zeros((L,), jnp.int32),
-                        jnp.zeros((), jnp.int32))
+    empty = StepRecords(np.zeros((L,), np.int32), np.zeros((L,), np.int32), np.zeros((L,), np.int32),
+                        np.zeros((), np.int32))  # NumPy constants: no eager computation before the program
 
     def record(buf, t, q, info):
         del t
@@ -131,8 +132,10 @@ def make_chunk(alg, T: int, segments: int):
             closed = ~state.batch_open | (state.t >= T)
             # the feedback and resparsification only where a seed closed its batch: one flag for the vmapped
             # seeds (any_seed), so that a segment where every batch goes on skips them, then kept per seed
+            # (without a seed axis the flag is the seed's own: nothing to select)
             def finish_closed(st, ts, start, buf):
-                return tree_where(closed, finish(st, ts, start, buf), (st, ts))
+                done = finish(st, ts, start, buf)
+                return tree_where(closed, done, (st, ts)) if seeds_vmapped() else done
 
             state, tr_s = jax.lax.cond(any_seed(closed), finish_closed, lambda st, ts, *_: (st, ts),
                                        state, tr_s, start, buf)

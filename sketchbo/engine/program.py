@@ -83,7 +83,8 @@ def stack_elements(points: list, n_seeds: int, n_devices: int):
     n = len(points) * n_seeds
     n_pad = -(-n // n_devices) * n_devices - n
     index = np.concatenate([np.repeat(np.arange(len(points)), n_seeds), np.full(n_pad, len(points) - 1)])
-    return jax.tree.map(lambda *v: jnp.asarray(np.stack([np.asarray(a) for a in v])[index]), *points)
+    # device_put, not jnp.asarray, which compiles a small program per leaf shape
+    return jax.tree.map(lambda *v: jax.device_put(np.stack([np.asarray(a) for a in v])[index]), *points)
 
 
 def element_keys(seeds: list, n_points: int, n_devices: int) -> SeedKeys:

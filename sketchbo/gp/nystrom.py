@@ -27,7 +27,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sketchbo.linalg import mm, psd_inv_sqrt, sherman_morrison, sym_eig
+from sketchbo.linalg import eig_on_width, mm, psd_inv_sqrt, sherman_morrison, sym_eig
 
 
 class NystromPosterior(NamedTuple):
@@ -64,21 +64,22 @@ def factor_dtype(dtype):
     return jnp.promote_types(dtype, jax.dtypes.canonicalize_dtype(jnp.float64))
 
 
-def dictionary_factors(kernel, kparams, Xs, dict_mask, X_U, n_U, Y_U, lam, eig_method: str = "auto"):
+def dictionary_factors(kernel, kparams, Xs, dict_mask, X_U, n_U, Y_U, lam, eig_method: str = "auto", eig=None):
     """The m x m algebra of a resparsification, in the dtype of its inputs: ``(W, Vinv, B, a, rank)``.
 
     ``Xs`` (m_max, d) dictionary points, ``X_U`` (u_max, d) unique pulled arms with counts ``n_U`` and summed
     rewards ``Y_U`` (0 in empty slots). V = Z_U^T N Z_U + lam I is formed from the embedded pulled arms
     Z_U = K_US W^T, so it is positive definite by construction whatever the conditioning of K_S.
     ``eig_method`` (static; ``linalg.EIG_METHODS``): the solver of both eigendecompositions, K_S and V
-    (``auto``: LAPACK's eigh on CPU, cyclic Jacobi on accelerators, ``linalg.resolve_eig_method``).
+    (``auto``: LAPACK's eigh on CPU, cyclic Jacobi on accelerators, ``linalg.resolve_eig_method``), or
+    ``eig``, a function of the matrix giving its ``(w, V)`` (:func:`posterior_on_width`).
     """
-    W, rank = psd_inv_sqrt(kernel.k(kparams, Xs, Xs), dict_mask, eig_method)
+    W, rank = psd_inv_sqrt(kernel.k(kparams, Xs, Xs), dict_mask, eig_method, eig)
     # Empty slots need no masking below: W has zero columns there.
     Z_U = mm(kernel.k(kparams, X_U, Xs), W.T)  # (u_max, m_max) embedded pulled arms
     m = W.shape[0]
     V = mm((Z_U * n_U[:, None]).T, Z_U) + lam * jnp.eye(m, dtype=W.dtype)  # sum_i n_i z_i z_i^T + lam I
-    evals, Q = sym_eig(V, eig_method)
+    evals, Q = sym_eig(V, eig_method) if eig is None else eig(V)
     evals = jnp.maximum(evals, lam)  # V >= lam I exactly; guard the rounding
     Vinv = mm(Q / evals, Q.T)
     B = mm(W.T, mm(Q * jnp.sqrt(jnp.maximum(1.0 / lam - 1.0 / evals, 0.0)), Q.T))
@@ -98,22 +99,37 @@ def posterior(kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pul
     W, Vinv, B, a come back in it, mean and var in the arms' dtype. ``eig_method`` (static): the
     eigensolver of :func:`dictionary_factors`.
     """
-    dt = arms.dtype
-    fdt = dt if fdtype is None else fdtype
+    fdt = arms.dtype if fdtype is None else fdtype
+    Xs, W, Vinv, B, a, rank = _factors(kernel, kparams, arms, dict_idx, dict_mask, pulled_idx, pulled_mask, counts,
+                                       ysum, lam, fdt, eig_method)
+    mean, var, max_clamp = arm_moments(kernel, kparams, arms, kdiag, Xs, a, B, lam)
+    return NystromPosterior(W, Vinv, B, a, mean, var, rank, max_clamp)
+
+
+def _factors(kernel, kparams, arms, dict_idx, dict_mask, pulled_idx, pulled_mask, counts, ysum, lam, fdt, eig_method,
+             eig=None):
+    """The dictionary points ``Xs`` (m_max, d) and :func:`dictionary_factors` of a new dictionary, in ``fdt``."""
     kp_f = jax.tree.map(lambda v: jnp.asarray(v).astype(fdt), kparams)
     n_U = jnp.where(pulled_mask, counts[pulled_idx], 0.0).astype(fdt)
     Y_U = jnp.where(pulled_mask, ysum[pulled_idx], 0.0).astype(fdt)
     Xs = arms[dict_idx]  # (m_max, d)
     W, Vinv, B, a, rank = dictionary_factors(kernel, kp_f, Xs.astype(fdt), dict_mask, arms[pulled_idx].astype(fdt),
-                                             n_U, Y_U, jnp.asarray(lam).astype(fdt), eig_method)
+                                             n_U, Y_U, jnp.asarray(lam).astype(fdt), eig_method, eig)
+    return Xs, W, Vinv, B, a, rank
+
+
+def arm_moments(kernel, kparams, arms, kdiag, Xs, a, B, lam):
+    """The O(A m^2) part of :func:`posterior`: ``(mean (A,), var (A,), max_clamp)`` of every arm from the
+    dictionary points ``Xs`` (w, d) and the factors ``a`` (w,), ``B`` (w, k) of their slots, in the arms'
+    dtype. Empty slots have zero rows in ``a`` and ``B``, so slots beyond the last used one may be left out."""
+    dt = arms.dtype
     # The barrier materialises K_AS once; without it XLA on CPU fuses (and repeats) the exp into every
     # consumer, which measured 3x slower.
-    K_AS = jax.lax.optimization_barrier(kernel.k(kparams, arms, Xs))  # (A, m_max)
+    K_AS = jax.lax.optimization_barrier(kernel.k(kparams, arms, Xs))  # (A, w)
     mean = mm(K_AS, a.astype(dt))  # Eq. (1)
     R = mm(K_AS, B.astype(dt))
     var_raw = kdiag / lam - jnp.sum(R * R, axis=1)  # Eq. (2)
-    max_clamp = jnp.maximum(-jnp.min(var_raw), 0.0)
-    return NystromPosterior(W, Vinv, B, a, mean, jnp.maximum(var_raw, 0.0), rank, max_clamp)
+    return mean, jnp.maximum(var_raw, 0.0), jnp.maximum(-jnp.min(var_raw), 0.0)
 
 
 SLOT_BLOCK = 32  # granularity of the dictionary widths a resparsification computes on (:func:`slot_widths`)
@@ -137,36 +153,29 @@ def width_index(dict_mask, widths):
     return jnp.sum(jnp.asarray(widths) < used).astype(jnp.int32)
 
 
-def _padded(post: NystromPosterior, m_max: int, lam) -> NystromPosterior:
-    """A posterior computed on the first w slots as the m_max-slot one: the empty slots' rows and columns of W,
-    B and a are zero and V^{-1} is I/lam there (V = lam I on them)."""
-    p = m_max - post.W.shape[0]
-    if p == 0:
-        return post
-    pad2 = ((0, p), (0, p))
-    fill = jnp.where(jnp.arange(m_max) >= post.W.shape[0], 1.0 / jnp.asarray(lam).astype(post.Vinv.dtype), 0.0)
-    return post._replace(W=jnp.pad(post.W, pad2), B=jnp.pad(post.B, pad2), a=jnp.pad(post.a, (0, p)),
-                         Vinv=jnp.pad(post.Vinv, pad2) + jnp.diag(fill))
-
-
 def posterior_on_width(index, kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pulled_mask, counts,
                        ysum, lam, fdtype=None, eig_method: str = "auto", block: int = SLOT_BLOCK):
-    """:func:`posterior` computed on the first ``slot_widths(m_max, block)[index]`` dictionary slots only,
-    returned at m_max slots (docs/architecture.md#cost-model). The slots beyond that width must be empty
-    (:func:`width_index` gives the narrowest such width). The result is the full-width posterior's, up to the
-    rounding of products of another size: each resparsification costs O(A w^2) instead of O(A m_max^2),
-    and the dictionary grows slowly (Cadata: 32 arms at t = 100, 79 at 10^4). ``index`` may be traced: one
-    ``lax.switch`` branch per width (under ``vmap`` a per-seed index computes every branch)."""
-    m_max = dict_idx.shape[0]
+    """:func:`posterior` computed on the first w = ``slot_widths(m_max, block)[index]`` dictionary slots, returned
+    at m_max slots (docs/architecture.md#cost-model). The slots beyond w must be empty (:func:`width_index`
+    gives the narrowest such w). Then K_S and V are block diagonal beyond w (zero, and lam I), so both
+    eigendecompositions come from their w x w blocks (``linalg.eig_on_width``), W, B and a are zero beyond
+    w and V^{-1} is I/lam there, and every arm's mean and variance (:func:`arm_moments`) needs only the
+    first w slots: O(A w^2 + w^3) in place of O(A m_max^2 + m_max^3), while the dictionary grows slowly
+    (Cadata: 32 arms at t = 100, 79 at 10^4). The result is the full posterior up to the rounding of
+    products of another size and a rotation of the embedding (which leaves W^T W, B B^T, W^T V^{-1} W and
+    a unchanged). ``index`` may be traced: a ``lax.switch`` per eigendecomposition and one for the arms,
+    one branch per width (under ``vmap`` a per-seed index computes every branch)."""
+    fdt = arms.dtype if fdtype is None else fdtype
+    widths = slot_widths(dict_idx.shape[0], block)
+    Xs, W, Vinv, B, a, rank = _factors(kernel, kparams, arms, dict_idx, dict_mask, pulled_idx, pulled_mask, counts,
+                                       ysum, lam, fdt, eig_method,
+                                       lambda M: eig_on_width(M, index, widths, eig_method))
 
     def at(w):
-        def branch(idx, mask):
-            post = posterior(kernel, kparams, arms, kdiag, idx[:w], mask[:w], pulled_idx, pulled_mask, counts, ysum,
-                             lam, fdtype, eig_method)
-            return _padded(post, m_max, lam)
-        return branch
+        return lambda Xs, a, B: arm_moments(kernel, kparams, arms, kdiag, Xs[:w], a[:w], B[:w, :w], lam)
 
-    return jax.lax.switch(index, [at(w) for w in slot_widths(m_max, block)], dict_idx, dict_mask)
+    mean, var, max_clamp = jax.lax.switch(index, [at(w) for w in widths], Xs, a, B)
+    return NystromPosterior(W, Vinv, B, a, mean, var, rank, max_clamp)
 
 
 def pulled_list(counts, u_max):
@@ -237,7 +246,8 @@ def exact_dictionary(counts, m_max):
 
 
 __all__ = [
-    "NystromPosterior", "MOST_WIDTHS", "SLOT_BLOCK", "factor_dtype", "dictionary_factors", "posterior", "posterior_on_width",
+    "NystromPosterior", "MOST_WIDTHS", "SLOT_BLOCK", "factor_dtype", "dictionary_factors", "posterior", "arm_moments",
+    "posterior_on_width",
     "slot_widths", "width_index", "embedded_variance", "add_to_batch",
     "covariance_with", "cross_kernel", "inclusion_probability", "resample_dictionary", "exact_dictionary",
 ]

@@ -17,6 +17,9 @@ Variants (``--variants``; every other hyperparameter is the paper protocol's cor
 
 Each (problem, algorithm, variant, T, seeds) is one ``sketchbo.run`` of S seeds in one program, saved as one JSON
 file under ``--out`` (written whole, then renamed: an interrupted ablation resumes and skips what is on disk).
+With ``--per-seed`` each seed is its own one-seed run and file (``..._S1.json`` for seed 0, ``..._S1_from{k}.json``
+for seed k; a seed's keys do not depend on the seeds run beside it), and the S-seed row is assembled from them once
+all are on disk: an hour-long exact GP-UCB row then resumes seed by seed.
 The table printed at the end (Markdown) has R_T/R_unif (mean and per seed), the median simple regret
 (f* minus the best value found), the fraction of the model's queries (after the n₀ initial points) with a
 coordinate on a face of the box, and the run's wall, compilation and execution time per iteration::
@@ -56,8 +59,10 @@ VARIANTS = {
 }
 
 
-def config_path(out: Path, problem: str, algorithm: str, variant: str, T: int, seeds: int) -> Path:
-    return out / f"{problem}_{algorithm}_{variant.replace('+', '-')}_T{T}_S{seeds}.json"
+def config_path(out: Path, problem: str, algorithm: str, variant: str, T: int, seeds: int, first: int = 0) -> Path:
+    """The file of ``seeds`` seeds from seed ``first`` (the suffix ``_from{first}`` only when first > 0)."""
+    start = f"_from{first}" if first else ""
+    return out / f"{problem}_{algorithm}_{variant.replace('+', '-')}_T{T}_S{seeds}{start}.json"
 
 
 def summarise(res) -> dict:
@@ -72,14 +77,58 @@ def summarise(res) -> dict:
             "exec_per_iter_ms": 1e3 * exec_s / res.T, "device": res.device, "hyperparameters": res.hyperparameters}
 
 
-def run_one(problem: str, algorithm: str, variant: str, T: int, seeds: int, fit_steps: int) -> dict:
+def run_one(problem: str, algorithm: str, variant: str, T: int, seeds: int, fit_steps: int, first: int = 0) -> dict:
     params = {**BASE, **VARIANTS[variant]}
     if params.get("gp_fit") == "map":
         params["fit_steps"] = fit_steps
-    res = sb.run(algorithm, sb.make_problem(problem), T=T, n_seeds=seeds, params=params, progress=False)
+    res = sb.run(algorithm, sb.make_problem(problem), T=T, n_seeds=seeds, seed=first, params=params, progress=False)
     row = summarise(res)
-    row.update(problem=problem, algorithm=algorithm, variant=variant, T=T, seeds=seeds,
+    row.update(problem=problem, algorithm=algorithm, variant=variant, T=T, seeds=seeds, first_seed=first,
                date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+    return row
+
+
+def assemble(parts: list[dict], files: list[str]) -> dict:
+    """The S-seed row of S one-seed rows (seeds in order): per-seed lists joined, times summed (the seeds one after
+    another, as one S-seed program runs them on a CPU), the on-face fraction averaged over seeds."""
+    row = dict(parts[0])
+    for key in ("regret_ratio", "simple_regret"):
+        row[key] = [v for p in parts for v in p[key]]
+    for key in ("wall_s", "compile_s", "exec_s"):
+        row[key] = float(sum(p[key] for p in parts))
+    row.update(on_face=float(np.mean([p["on_face"] for p in parts])), exec_per_iter_ms=1e3 * row["exec_s"] / row["T"],
+               seeds=len(parts), first_seed=parts[0].get("first_seed", 0), date=max(p["date"] for p in parts),
+               assembled_from=files)
+    return row
+
+
+def log(path: Path, row: dict, how: str) -> None:
+    print(f"[ablate] {path.name}: R_T/R_unif {np.mean(row['regret_ratio']):.3f}, {how}", file=sys.stderr, flush=True)
+
+
+def run_or_load(path: Path, problem, algorithm, variant, args, seeds: int, first: int) -> dict:
+    """The row on disk, else one run of ``seeds`` seeds from ``first``, written atomically."""
+    if path.exists():
+        print(f"[ablate] {path.name}: on disk", file=sys.stderr, flush=True)
+        return json.loads(path.read_text())
+    t0 = time.perf_counter()
+    row = run_one(problem, algorithm, variant, args.T, seeds, args.fit_steps, first)
+    write_atomic(path, row)
+    log(path, row, f"{time.perf_counter() - t0:.1f} s")
+    return row
+
+
+def config_row(problem: str, algorithm: str, variant: str, args) -> dict:
+    """One configuration's row: one S-seed run, or (``--per-seed``) S one-seed runs assembled."""
+    path = config_path(args.out, problem, algorithm, variant, args.T, args.seeds, args.first_seed)
+    if path.exists() or not args.per_seed:
+        return run_or_load(path, problem, algorithm, variant, args, args.seeds, args.first_seed)
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    paths = [config_path(args.out, problem, algorithm, variant, args.T, 1, k) for k in seeds]
+    parts = [run_or_load(p, problem, algorithm, variant, args, 1, k) for p, k in zip(paths, seeds)]
+    row = assemble(parts, [p.name for p in paths])
+    write_atomic(path, row)
+    log(path, row, f"assembled from {len(parts)} one-seed files")
     return row
 
 
@@ -108,6 +157,9 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS)[:4], choices=list(VARIANTS))
     ap.add_argument("--T", type=int, default=300)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed, first-seed + 1, ...")
+    ap.add_argument("--per-seed", action="store_true",
+                    help="run every seed as its own one-seed run and file, then assemble the S-seed row")
     ap.add_argument("--fit-steps", type=int, default=50, help="L-BFGS iterations at most of the map variants")
     ap.add_argument("--out", type=Path, default=Path("results/box_core"))
     args = ap.parse_args(argv)
@@ -117,22 +169,11 @@ def main(argv=None) -> int:
                      f"{sorted(n for n, s in sb.ALGORITHMS.items() if s.domain == 'box')}")
     if args.T < 1 or args.seeds < 1 or args.fit_steps < 1:
         ap.error(f"--T, --seeds and --fit-steps must be >= 1 (got {args.T}, {args.seeds}, {args.fit_steps})")
+    if args.first_seed < 0:
+        ap.error(f"--first-seed must be >= 0 (got {args.first_seed})")
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for problem in args.problems:
-        for algorithm in args.algorithms:
-            for variant in args.variants:
-                path = config_path(args.out, problem, algorithm, variant, args.T, args.seeds)
-                if path.exists():
-                    rows.append(json.loads(path.read_text()))
-                    print(f"[ablate] {path.name}: on disk", file=sys.stderr, flush=True)
-                    continue
-                t0 = time.perf_counter()
-                row = run_one(problem, algorithm, variant, args.T, args.seeds, args.fit_steps)
-                write_atomic(path, row)
-                rows.append(row)
-                print(f"[ablate] {path.name}: R_T/R_unif {np.mean(row['regret_ratio']):.3f}, "
-                      f"{time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+    rows = [config_row(problem, algorithm, variant, args)
+            for problem in args.problems for algorithm in args.algorithms for variant in args.variants]
     print(table(rows))
     return 0
 

@@ -257,16 +257,18 @@ def test_recorded_repetitions_are_the_feedback():
     assert first.sum() > 20 and second.sum() > 20
 
 
-def test_stacked_keys_and_elements_are_the_per_seed_ones():
-    """The vectorised keys equal each seed's own keys (64-bit seeds too), and the elements are the grid
-    points outer, repeated per seed, padded by the last element."""
+def test_keys_derived_in_a_program_and_elements_are_the_per_seed_ones():
+    """The keys a program derives from the elements' seeds equal each seed's own keys (64-bit seeds too), the
+    element seeds are the grid points outer, seeds inner, padded by the last one, and so are the elements."""
     import jax
 
     seeds = [0, 1, 7, 2**31 + 5, 2**33 + 5]
-    stacked = program.stacked_keys(seeds)
-    for i, seed in enumerate(seeds):
-        for own, all_ in zip(program.seed_keys(seed), stacked):
-            np.testing.assert_array_equal(jax.random.key_data(own), jax.random.key_data(all_[i]))
+    el_seeds = program.element_seeds(seeds, n_points=2, n_devices=4)  # 10 elements padded to 12
+    np.testing.assert_array_equal(np.asarray(el_seeds), seeds + seeds + [seeds[-1]] * 2)
+    in_program = jax.jit(jax.vmap(program.seed_keys))(el_seeds)
+    for i, seed in enumerate(seeds + seeds):
+        for own, derived in zip(program.seed_keys(seed), in_program):
+            np.testing.assert_array_equal(jax.random.key_data(own), jax.random.key_data(derived[i]))
     points = [{"a": np.float64(p), "b": np.full(2, 10.0 * p)} for p in range(3)]
     el = program.stack_elements(points, n_seeds=2, n_devices=4)  # 6 elements padded to 8
     np.testing.assert_array_equal(np.asarray(el["a"]), [0, 0, 1, 1, 2, 2, 2, 2])
@@ -323,3 +325,26 @@ def test_time_per_seed_divides_the_round_times_by_the_seeds_each_device_ran():
     assert scale(seed_axis="vmap", n_devices=2, elements_per_device=5) == 1.0  # seeds together: the job's time
     assert scale() == pytest.approx(1 / 10)  # a summary of before 2026-11-27: one device, every seed in sequence
     assert scale(device="cuda:H100") == 1.0  # ... and on an accelerator, vmapped
+
+
+@pytest.mark.parametrize("algorithm,dtype", [("bbkb", "float64"), ("bkb", "float32"), ("gp_ucb", "float64")])
+def test_finite_programs_compiled_with_the_fast_cpu_options_give_the_same_trajectories(monkeypatch, algorithm, dtype):
+    """program.FAST_CPU_COMPILE changes XLA's fusion emitters on the CPU, not a bit of the run."""
+    monkeypatch.setattr(program, "_PROGRAMS", {})
+    fast = run(algorithm, SMALL, T=60, n_seeds=2, dtype=dtype, progress=False)
+    monkeypatch.setattr(program, "_PROGRAMS", {})
+    monkeypatch.setattr(finite, "FAST_CPU_COMPILE", {})
+    default = run(algorithm, SMALL, T=60, n_seeds=2, dtype=dtype, progress=False)
+    for name in default.traces:
+        np.testing.assert_array_equal(fast.traces[name], default.traces[name], err_msg=name)
+
+
+def test_compiler_options_this_xla_does_not_have_fall_back_to_its_defaults():
+    import jax
+    import jax.numpy as jnp
+
+    lowered = jax.jit(lambda x: 2 * x).lower(jnp.arange(3.0))
+    compiled = program.compile_lowered(lowered, {"xla_cpu_no_such_option_at_all": True})
+    np.testing.assert_array_equal(compiled(jnp.arange(3.0)), [0.0, 2.0, 4.0])
+    with pytest.raises(Exception, match="not a valid bool"):  # other errors are not swallowed
+        program.compile_lowered(lowered, {"xla_cpu_use_fusion_emitters": "maybe"})

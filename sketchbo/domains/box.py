@@ -32,7 +32,8 @@ from sketchbo.engine import checkpoint as ckpt
 from sketchbo.engine import host
 from sketchbo.engine.domain import Prepared, RunSpec
 from sketchbo.engine.program import (
-    SeedKeys, chunk_of_rounds, compiled_program, element_keys, jitted, over_seeds, padded_into, stack_elements,
+    SeedKeys, chunk_of_rounds, compiled_program, element_seeds, jitted, over_seeds, padded_into, seed_keys,
+    stack_elements,
 )
 from sketchbo.engine.result import RunResult, result, spec_layout
 from sketchbo.engine.rounds import finish_batch, select_batch
@@ -224,8 +225,9 @@ def make_round(alg, problem: ContinuousProblem, static: BOStatic):
 
 def make_program(alg, problem: ContinuousProblem, static: BOStatic, seed_axis: str, rounds_per_call: int,
                  n_devices: int = 1):
-    """(init_fn, chunk_fn) jitted over stacked elements (``engine.program.jitted``): ``init_fn(keys, (params,
-    xi), ())``, ``chunk_fn(keys, carry, noise, (params, xi), ())``."""
+    """(init_fn, chunk_fn) jitted over stacked elements (``engine.program.jitted``): ``init_fn(seeds, (params,
+    xi), ())``, ``chunk_fn(seeds, carry, noise, (params, xi), ())``; each element's keys derive from its seed
+    (``engine.program.seed_keys``)."""
     T = static.T
     round_, active = make_round(alg, problem, static)
     chunk_one = chunk_of_rounds(round_, active, rounds_per_call)
@@ -241,11 +243,12 @@ def make_program(alg, problem: ContinuousProblem, static: BOStatic, seed_axis: s
                       planned_ucb=jnp.full((), jnp.nan, dt), rounds=jnp.zeros((), jnp.int32))
         return (state, tr), noise
 
-    def init_all(keys, elements, shared):
-        return over_seeds(init_one, seed_axis)(keys, elements)
+    def init_all(seeds, elements, shared):
+        return over_seeds(lambda s, e: init_one(seed_keys(s), e), seed_axis)(seeds, elements)
 
-    def chunk_all(keys, carry, noise, elements, shared):
-        return over_seeds(lambda k, c, n, e: chunk_one(c, k, n, e[0], e[1]), seed_axis)(keys, carry, noise, elements)
+    def chunk_all(seeds, carry, noise, elements, shared):
+        return over_seeds(lambda s, c, n, e: chunk_one(c, seed_keys(s), n, e[0], e[1]), seed_axis)(
+            seeds, carry, noise, elements)
 
     return jitted(init_all, chunk_all, n_devices)
 
@@ -297,18 +300,18 @@ def prepare(spec: RunSpec) -> Prepared:
     cap0 = initial_capacity(T, h0["n0"]) if spec.capacity is None else check_int("capacity", spec.capacity, h0["n0"])
     cap0 = min(cap0, T)
     rounds_per_call = spec.rounds_per_call or max(1, min(16, T // 50))
-    keys = element_keys(spec.seeds, len(spec.points), spec.n_devices)
+    seeds = element_seeds(spec.seeds, len(spec.points), spec.n_devices)
     elements = stack_elements([(point_params(h, jdt), jnp.asarray(p.noise_std, jdt)) for h in spec.hypers],
                               len(spec.seeds), spec.n_devices)
 
     def program(capacities):
         static = static_config(spec.algorithm, h0, p.d, T, capacities["cap"])
         cache_key = ("box", spec.algorithm, p.name, p.d, p.fn, static, spec.seed_axis, rounds_per_call,
-                     spec.n_devices, keys.init.shape, str(jdt.dtype))
+                     spec.n_devices, seeds.shape, str(jdt.dtype))
         return compiled_program(cache_key, lambda: make_program(build_bo(BO_ALGORITHMS[spec.algorithm], static), p,
                                                                 static, spec.seed_axis, rounds_per_call,
                                                                 spec.n_devices),
-                                (keys, elements, ()), (elements, ()))
+                                (seeds, elements, ()), (elements, ()))
 
     def next_caps(carry, capacities):
         state = carry[0]
@@ -336,7 +339,7 @@ def prepare(spec: RunSpec) -> Prepared:
     def collect(g, carry, noise, driven, wall0):
         return _collect(spec, g, carry, driven, wall0)
 
-    return Prepared(domain, {"cap": cap0}, (keys, elements, ()), (elements, ()), identity, collect)
+    return Prepared(domain, {"cap": cap0}, (seeds, elements, ()), (elements, ()), identity, collect)
 
 
 FACE_TOL = acquisition.FACE_TOL  # a coordinate this close to 0 or 1 (unit-cube coordinates) lies on a face

@@ -31,7 +31,7 @@ from sketchbo.domains.finite_program import (  # noqa: F401 (re-exported: the do
 from sketchbo.engine import checkpoint as ckpt
 from sketchbo.engine import host
 from sketchbo.engine.domain import Prepared, RunSpec
-from sketchbo.engine.program import compiled_program, element_keys, padded_into, stack_elements
+from sketchbo.engine.program import FAST_CPU_COMPILE, compiled_program, element_seeds, padded_into, stack_elements
 from sketchbo.engine.result import RunResult, result, spec_layout
 from sketchbo.engine.validate import check_float, check_int, invalid_value, with_defaults
 from sketchbo.gp import nystrom
@@ -185,7 +185,7 @@ def prepare(spec: RunSpec) -> Prepared:
     xis = [float(p.noise_std) if p.noise_std is not None else math.sqrt(h.get("lam", 1.0))
            for h in spec.hypers]  # xi^2 = lam (docs/protocols.md#finite-arm-protocol)
     rounds_per_call = spec.rounds_per_call or (4 if ALGORITHMS[spec.algorithm].batched else max(1, min(64, T // 100)))
-    keys = element_keys(spec.seeds, len(spec.points), spec.n_devices)
+    seeds = element_seeds(spec.seeds, len(spec.points), spec.n_devices)
     params = stack_elements([_point_params(h, xi, kern[1], jdt) for h, xi in zip(spec.hypers, xis)],
                             len(spec.seeds), spec.n_devices)
     recorded = None if p.samples is None else (jnp.asarray(p.samples, jdt), jnp.asarray(p.n_samples, jnp.int32))
@@ -195,10 +195,10 @@ def prepare(spec: RunSpec) -> Prepared:
     def program(capacities):
         static = make_static(spec.algorithm, spec.hypers[0], A, d, T, kern[0], capacities)
         cache_key = ("finite", alg_spec.name, static, T, spec.seed_axis, rounds_per_call, spec.n_devices,
-                     keys.init.shape, str(jdt.dtype), jax.tree.structure(params))
+                     seeds.shape, str(jdt.dtype), jax.tree.structure(params))
         return compiled_program(cache_key, lambda: make_program(build(alg_spec, static), T, spec.seed_axis,
                                                                 rounds_per_call, spec.n_devices),
-                                (keys, params, shared), (params, shared))
+                                (seeds, params, shared), (params, shared), cpu_options=FAST_CPU_COMPILE)
 
     def next_caps(carry, capacities):
         if not np.any(np.asarray(carry[1].overflow)):
@@ -227,7 +227,7 @@ def prepare(spec: RunSpec) -> Prepared:
         hyper = {**spec.hypers[g], "m_max_final": caps["m_max"], "u_max_final": caps["u_max"], "xi": xis[g]}
         return _collect(spec, carry, noise, xis[g], driven, wall0, hyper)
 
-    return Prepared(domain, initial_capacities(spec.algorithm, spec.hypers[0], A, T), (keys, params, shared),
+    return Prepared(domain, initial_capacities(spec.algorithm, spec.hypers[0], A, T), (seeds, params, shared),
                     (params, shared), identity, collect)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from sketchbo.algorithms import ArmSet
 from sketchbo.algorithms.common import any_seed, arm_feedback, present, seeds_vmapped
-from sketchbo.engine.program import SeedKeys, jitted, over_seeds, tree_where
+from sketchbo.engine.program import SeedKeys, jitted, over_seeds, seed_keys, tree_where
 from sketchbo.engine.rounds import capacity_request, finish_batch, select_batch
 
 
@@ -159,9 +159,9 @@ def make_chunk(alg, T: int, segments: int):
 
 def make_program(alg, T: int, seed_axis: str, rounds_per_call: int, n_devices: int = 1):
     """(init_fn, chunk_fn) jitted over stacked elements (a seed at a grid point; ``engine.program.jitted``):
-    ``init_fn(keys, params, (arms, f, recorded))``, ``chunk_fn(keys, carry, noise, params, (arms, f,
-    recorded))``; ``params.xi`` is each element's noise level. A chunk is ``rounds_per_call`` segments
-    (:func:`make_chunk`)."""
+    ``init_fn(seeds, params, (arms, f, recorded))``, ``chunk_fn(seeds, carry, noise, params, (arms, f,
+    recorded))``; ``params.xi`` is each element's noise level, and each element's keys derive from its seed
+    (``engine.program.seed_keys``). A chunk is ``rounds_per_call`` segments (:func:`make_chunk`)."""
     chunk_one = make_chunk(alg, T, rounds_per_call)
 
     def init_one(keys: SeedKeys, params, arms):
@@ -169,13 +169,13 @@ def make_program(alg, T: int, seed_axis: str, rounds_per_call: int, n_devices: i
         noise = jax.random.normal(keys.noise, (T,), dtype=arms.dtype)
         return (state, empty_traces(T)), noise
 
-    def init_all(keys, params, shared):
-        return over_seeds(lambda k, p: init_one(k, p, shared[0]), seed_axis)(keys, params)
+    def init_all(seeds, params, shared):
+        return over_seeds(lambda s, p: init_one(seed_keys(s), p, shared[0]), seed_axis)(seeds, params)
 
-    def chunk_all(keys, carry, noise, params, shared):
+    def chunk_all(seeds, carry, noise, params, shared):
         _, f, recorded = shared
-        return over_seeds(lambda k, c, n, p: chunk_one(c, k, n, p, f, p.xi, recorded), seed_axis)(
-            keys, carry, noise, params)
+        return over_seeds(lambda s, c, n, p: chunk_one(c, seed_keys(s), n, p, f, p.xi, recorded), seed_axis)(
+            seeds, carry, noise, params)
 
     return jitted(init_all, chunk_all, n_devices)
 

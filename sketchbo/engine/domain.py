@@ -35,7 +35,7 @@ class Prepared(NamedTuple):
 
     domain: host.Domain
     capacities: dict  # first static capacities
-    init_args: tuple  # (keys, element params, shared) of the init program
-    chunk_args: tuple  # (element params, shared) after (keys, carry, noise) in the chunk program
+    init_args: tuple  # (seeds (E,) int64, element params, shared) of the init program
+    chunk_args: tuple  # (element params, shared) after (seeds, carry, noise) in the chunk program
     identity: Callable  # () -> the run's identity (plain JSON) for checkpoints
     collect: Callable  # (g, carry, noise, driven, wall0) -> RunResult of grid point g (sliced carry/noise)

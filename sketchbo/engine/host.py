@@ -62,7 +62,7 @@ def _rounds(carry) -> int:
 def _start(domain: Domain, capacities: dict, init_args, saved):
     """(init_c, chunk_c, compile_s, carry, noise) at ``capacities``, from round 0 or the checkpoint."""
     init_c, chunk_c, compile_s = domain.program(capacities)
-    carry, noise = init_c(*init_args)  # the noise derives from the keys: recomputed, not stored
+    carry, noise = init_c(*init_args)  # the noise derives from the seeds' keys: recomputed, not stored
     if saved is not None:
         carry = ckpt.restored(saved, carry)
         ckpt.say_resuming(domain.label, saved, int(np.min(np.asarray(carry[0].t))), domain.T, _rounds(carry))
@@ -71,18 +71,18 @@ def _start(domain: Domain, capacities: dict, init_args, saved):
 
 def drive(domain: Domain, capacities: dict, init_args, chunk_args, progress: Progress,
           checkpointing: Checkpointing | None = None) -> Driven:
-    """Run to t = T for every element: ``chunk_c(keys, carry, noise, *chunk_args)`` with ``keys = init_args[0]``."""
+    """Run to t = T for every element: ``chunk_c(seeds, carry, noise, *chunk_args)`` with ``seeds = init_args[0]``."""
     events, round_times, saved = [], [], None
     if checkpointing is not None:
         saved = ckpt.load_checkpoint(checkpointing.path, checkpointing.identity, domain.label)
         if saved is not None:  # go on at the capacities (with the events and round times) of the checkpoint
             capacities, events, round_times = dict(saved.capacities), list(saved.events), list(saved.round_times)
     init_c, chunk_c, compile_s, carry, noise = _start(domain, capacities, init_args, saved)
-    keys, last_write = init_args[0], len(round_times)
+    seeds, last_write = init_args[0], len(round_times)
     progress.restart(int(np.min(np.asarray(carry[0].t))))  # a resumed run's ETA counts only its new steps
     while True:
         last, before, t_call = carry, _rounds(carry), time.perf_counter()
-        carry = chunk_c(keys, carry, noise, *chunk_args)
+        carry = chunk_c(seeds, carry, noise, *chunk_args)
         t_all = np.asarray(carry[0].t)  # blocks until the chunk is done
         dt, rounds = time.perf_counter() - t_call, _rounds(carry)
         round_times.extend([dt / (rounds - before)] * (rounds - before) if rounds > before else [])

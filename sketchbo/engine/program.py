@@ -36,18 +36,6 @@ def seed_keys(seed: int) -> SeedKeys:
     return SeedKeys(k_init, k_noise, k_select, k_resp)
 
 
-@jax.jit
-def _stacked_keys(seeds):
-    split = jax.vmap(lambda s: jax.random.split(jax.random.key(s), 4))(seeds)  # (S, 4)
-    return SeedKeys(*(split[:, i] for i in range(4)))
-
-
-def stacked_keys(seeds) -> SeedKeys:
-    """:func:`seed_keys` of every seed, stacked (S,): one vectorised program, not S eager calls (on an
-    accelerator each eager call is a dispatch and a transfer: seconds at 1,000 seeds)."""
-    return _stacked_keys(np.asarray(seeds, np.int64))
-
-
 def default_seed_axis() -> str:
     return "map" if jax.default_backend() == "cpu" else "vmap"
 
@@ -87,16 +75,17 @@ def stack_elements(points: list, n_seeds: int, n_devices: int):
     return jax.tree.map(lambda *v: jax.device_put(np.stack([np.asarray(a) for a in v])[index]), *points)
 
 
-def element_keys(seeds: list, n_points: int, n_devices: int) -> SeedKeys:
-    """The keys of the program's elements: grid points outer, seeds inner (seed i of every point uses the
-    same keys), padded as :func:`stack_elements`."""
+def element_seeds(seeds: list, n_points: int, n_devices: int) -> jax.Array:
+    """The seeds of the program's elements (int64, one per element): grid points outer, seeds inner (seed i of
+    every point uses the same keys), padded as :func:`stack_elements`. The programs derive each element's keys
+    from its seed (:func:`seed_keys`) themselves: no program of its own, and no keys held by the host."""
     el_seeds = [seed for _ in range(n_points) for seed in seeds]
     n_pad = -(-len(el_seeds) // n_devices) * n_devices - len(el_seeds)
-    return stacked_keys(el_seeds + el_seeds[-1:] * n_pad)
+    return jax.device_put(np.asarray(el_seeds + el_seeds[-1:] * n_pad, np.int64))
 
 
 def jitted(init_all, chunk_all, n_devices: int = 1):
-    """``(init_fn, chunk_fn)`` jitted: ``init_all(keys, params, shared)`` and ``chunk_all(keys, carry, noise,
+    """``(init_fn, chunk_fn)`` jitted: ``init_all(seeds, params, shared)`` and ``chunk_all(seeds, carry, noise,
     params, shared)``, where ``shared`` is replicated and everything else has one leading entry per element.
 
     With ``n_devices > 1`` the elements are sharded over a 1-D device mesh (``shard_map``; the element count
@@ -119,17 +108,18 @@ _PROGRAMS: dict = {}  # compiled (init, chunk) executables, reused by later runs
 _MAX_PROGRAMS = 32
 
 
-def compiled_program(cache_key, make_fns, init_args, chunk_rest):
+def compiled_program(cache_key, make_fns, init_args, chunk_rest, cpu_options: dict | None = None):
     """``(init_c, chunk_c, compile_s)`` of the program ``make_fns() -> (init_fn, chunk_fn)``, compiled on first
     use of ``cache_key`` and reused after (compile_s = 0). ``init_fn(*init_args) -> (carry, noise)``;
-    ``chunk_fn(init_args[0], carry, noise, *chunk_rest)`` (the first argument is the seeds' keys)."""
+    ``chunk_fn(init_args[0], carry, noise, *chunk_rest)`` (the first argument is the elements' seeds).
+    ``cpu_options``: XLA compiler options of both programs on the CPU backend (e.g. :data:`FAST_CPU_COMPILE`)."""
     if cache_key in _PROGRAMS:
         return (*_PROGRAMS[cache_key], 0.0)
     init_fn, chunk_fn = make_fns()
     tc = time.perf_counter()
-    init_c = init_fn.lower(*init_args).compile()
+    init_c = compile_lowered(init_fn.lower(*init_args), cpu_options)
     carry, noise = jax.eval_shape(init_fn, *init_args)
-    chunk_c = chunk_fn.lower(init_args[0], carry, noise, *chunk_rest).compile()
+    chunk_c = compile_lowered(chunk_fn.lower(init_args[0], carry, noise, *chunk_rest), cpu_options)
     compile_s = time.perf_counter() - tc
     check_lapack_overlap(init_c)
     check_lapack_overlap(chunk_c)
@@ -137,6 +127,26 @@ def compiled_program(cache_key, make_fns, init_args, chunk_rest):
         _PROGRAMS.pop(next(iter(_PROGRAMS)))
     _PROGRAMS[cache_key] = (init_c, chunk_c)
     return init_c, chunk_c, compile_s
+
+
+# XLA's CPU backend with its elemental fusion emitters instead of the MLIR fusion emitters (its default): BBKB's
+# Cadata program compiles in about two thirds of the time, with the same execution time and the same trajectories
+# to the last bit (docs/benchmarks.md#cpu-fusion-emitters). The finite domain compiles with it; the box domain
+# does not (its trajectories change in the last bits, and its committed results were made without it).
+FAST_CPU_COMPILE = {"xla_cpu_use_fusion_emitters": False}
+
+
+def compile_lowered(lowered, cpu_options: dict | None = None):
+    """``lowered.compile()``; on the CPU backend with the XLA compiler options ``cpu_options`` (an XLA without
+    one of them compiles with its defaults)."""
+    if not cpu_options or jax.default_backend() != "cpu":
+        return lowered.compile()
+    try:
+        return lowered.compile(compiler_options=dict(cpu_options))
+    except jax.errors.JaxRuntimeError as err:
+        if "No such compile option" not in str(err):
+            raise
+        return lowered.compile()
 
 
 def check_lapack_overlap(compiled) -> None:

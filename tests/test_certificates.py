@@ -220,3 +220,19 @@ def test_bbkb_runs_at_the_default_hyperparameters_are_flagged_and_still_within_t
         assert not c["qbar_condition_met"] and not c["lam_condition_met"]
         assert c["note"].startswith("qbar=2 < 8 log(4T/delta)=") and "guarantee does not apply" in c["note"]
         assert c["max_dict_size"] <= c["dict_bound"] and c["n_batches"] <= c["batch_bound"]
+
+
+@pytest.mark.parametrize("name,kp", KERNEL_CASES)
+def test_gram_of_the_pulled_arms_compiles_once_per_size_class(name, kp):
+    """The certificates' Gram matrices come from one compiled program per multiple of GRAM_BLOCK rows (eager
+    operations compiled every operation anew for each seed's number of unique arms), equal to the eager K."""
+    information._gram_program.clear_cache()
+    rng = np.random.default_rng(3)
+    kern, params = information._kernel(name, kp, 2)
+    for n in (5, 77, information.GRAM_BLOCK):  # one size class
+        X = rng.uniform(-1.0, 1.0, (n, 2))
+        np.testing.assert_allclose(information._gram(kern, params, X), np.asarray(gram(kern, params, X)),
+                                   rtol=1e-12, atol=1e-14)
+    assert information._gram_program._cache_size() == 1
+    information._gram(kern, params, rng.uniform(-1.0, 1.0, (information.GRAM_BLOCK + 1, 2)))
+    assert information._gram_program._cache_size() == 2

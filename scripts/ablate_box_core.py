@@ -1,7 +1,8 @@
 """Ablation of the box GP core (docs/reproductions.md#box-gp-core): the hyperparameter fit and the UCB width,
 each alone and together, for the box algorithms on the continuous benchmarks.
 
-Variants (``--variants``; every other hyperparameter is the paper protocol's core, ``gp_core=protocol``):
+Variants (``--variants``; every other hyperparameter is the paper protocol's core, ``gp_core=protocol``; for
+``dkl_ucb``, whose fit is its own, its defaults: the width variants apply to it, the fit variants are refused):
 
 * ``protocol`` — the paper protocol's core: 20 warm-started Adam steps on the marginal likelihood, β_c = 0.2;
 * ``map`` — MAP hyperparameters (``gp_fit=map``: dimension-scaled LogNormal lengthscale prior, L-BFGS to
@@ -77,8 +78,20 @@ def summarise(res) -> dict:
             "exec_per_iter_ms": 1e3 * exec_s / res.T, "device": res.device, "hyperparameters": res.hyperparameters}
 
 
+def variant_params(algorithm: str, variant: str) -> dict:
+    """The variant's parameters on top of the protocol's core; an algorithm without the GP core (``dkl_ucb``, whose
+    fit is its own) takes the variant's keys alone (``sb.run`` names any key it lacks)."""
+    base = BASE if "gp_core" in sb.algorithms.REGISTRY[algorithm].defaults else {}
+    return {**base, **VARIANTS[variant]}
+
+
+def lacking(algorithm: str, variant: str) -> list[str]:
+    """The parameters the variant sets that the algorithm does not have (none: the variant applies)."""
+    return sorted(set(variant_params(algorithm, variant)) - set(sb.algorithms.REGISTRY[algorithm].defaults))
+
+
 def run_one(problem: str, algorithm: str, variant: str, T: int, seeds: int, fit_steps: int, first: int = 0) -> dict:
-    params = {**BASE, **VARIANTS[variant]}
+    params = variant_params(algorithm, variant)
     if params.get("gp_fit") == "map":
         params["fit_steps"] = fit_steps
     res = sb.run(algorithm, sb.make_problem(problem), T=T, n_seeds=seeds, seed=first, params=params, progress=False)
@@ -167,6 +180,11 @@ def main(argv=None) -> int:
         if a not in sb.ALGORITHMS or sb.ALGORITHMS[a].domain != "box":
             ap.error(f"--algorithms: {a!r} is not a box algorithm; allowed: "
                      f"{sorted(n for n, s in sb.ALGORITHMS.items() if s.domain == 'box')}")
+    for a in args.algorithms:
+        for v in args.variants:
+            if lacks := lacking(a, v):
+                ap.error(f"--variants: {v!r} sets {lacks}, which --algorithms {a!r} does not have; "
+                         f"its variants: {[w for w in VARIANTS if not lacking(a, w)]}")
     if args.T < 1 or args.seeds < 1 or args.fit_steps < 1:
         ap.error(f"--T, --seeds and --fit-steps must be >= 1 (got {args.T}, {args.seeds}, {args.fit_steps})")
     if args.first_seed < 0:

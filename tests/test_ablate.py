@@ -47,3 +47,16 @@ def test_bad_first_seed_is_a_clear_error(ablate, tmp_path, capsys):
         ablate.main([*ARGS, "--first-seed", "-1", "--out", str(tmp_path)])
     assert "--first-seed must be >= 0 (got -1)" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_a_variant_the_algorithm_lacks_is_a_clear_error_before_any_run(ablate, tmp_path, capsys):
+    """dkl_ucb has no GP core (its fit is its own): the MAP variants name what it lacks; the width variants apply."""
+    assert ablate.variant_params("dkl_ucb", "beta") == {"beta_c": 0.02}
+    assert ablate.variant_params("std_gp_ucb", "beta") == {"gp_core": "protocol", "beta_c": 0.02}
+    with pytest.raises(SystemExit):
+        ablate.main([*ARGS, "--algorithms", "std_gp_ucb", "dkl_ucb", "--variants", "beta", "map",
+                     "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert "'map' sets ['gp_fit'], which --algorithms 'dkl_ucb' does not have" in err
+    assert "its variants: ['protocol', 'beta', 'theory']" in err
+    assert not any(tmp_path.iterdir())  # nothing ran, nothing written

@@ -2,7 +2,8 @@
 each alone and together, for the box algorithms on the continuous benchmarks.
 
 Variants (``--variants``; every other hyperparameter is the paper protocol's core, ``gp_core=protocol``; for
-``dkl_ucb``, whose fit is its own, its defaults: the width variants apply to it, the fit variants are refused):
+``dkl_ucb``, whose fit is its own, the protocol's ``gp_fit=adam`` and β_c = 0.2 with its own steps, its ``map``
+the same Adam steps on the log posterior; a variant that sets a key the algorithm lacks is refused):
 
 * ``protocol`` — the paper protocol's core: 20 warm-started Adam steps on the marginal likelihood, β_c = 0.2;
 * ``map`` — MAP hyperparameters (``gp_fit=map``: dimension-scaled LogNormal lengthscale prior, L-BFGS to
@@ -79,10 +80,13 @@ def summarise(res) -> dict:
 
 
 def variant_params(algorithm: str, variant: str) -> dict:
-    """The variant's parameters on top of the protocol's core; an algorithm without the GP core (``dkl_ucb``, whose
-    fit is its own) takes the variant's keys alone (``sb.run`` names any key it lacks)."""
-    base = BASE if "gp_core" in sb.algorithms.REGISTRY[algorithm].defaults else {}
-    return {**base, **VARIANTS[variant]}
+    """The variant's parameters on top of the protocol's core. An algorithm without ``gp_core`` (``dkl_ucb``, whose
+    fit is its own) starts from the protocol core's fit and width where it has those keys (its own step count)."""
+    defaults = sb.algorithms.REGISTRY[algorithm].defaults
+    if "gp_core" in defaults:
+        return {**BASE, **VARIANTS[variant]}
+    protocol = sb.algorithms.GP_CORES["protocol"]
+    return {**{k: v for k, v in protocol.items() if k in defaults and k != "fit_steps"}, **VARIANTS[variant]}
 
 
 def lacking(algorithm: str, variant: str) -> list[str]:
@@ -92,7 +96,7 @@ def lacking(algorithm: str, variant: str) -> list[str]:
 
 def run_one(problem: str, algorithm: str, variant: str, T: int, seeds: int, fit_steps: int, first: int = 0) -> dict:
     params = variant_params(algorithm, variant)
-    if params.get("gp_fit") == "map":
+    if params.get("gp_fit") == "map" and "gp_core" in params:  # L-BFGS iterations of the core's map fit
         params["fit_steps"] = fit_steps
     res = sb.run(algorithm, sb.make_problem(problem), T=T, n_seeds=seeds, seed=first, params=params, progress=False)
     row = summarise(res)

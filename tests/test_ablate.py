@@ -50,13 +50,15 @@ def test_bad_first_seed_is_a_clear_error(ablate, tmp_path, capsys):
 
 
 def test_a_variant_the_algorithm_lacks_is_a_clear_error_before_any_run(ablate, tmp_path, capsys):
-    """dkl_ucb has no GP core (its fit is its own): the MAP variants name what it lacks; the width variants apply."""
-    assert ablate.variant_params("dkl_ucb", "beta") == {"beta_c": 0.02}
+    """dkl_ucb has no gp_core (its fit is its own): its variants start from the protocol's fit and width; an
+    output warp, which it lacks, is refused before anything runs."""
+    assert ablate.variant_params("dkl_ucb", "protocol") == {"gp_fit": "adam", "beta_c": 0.2}
+    assert ablate.variant_params("dkl_ucb", "map+beta") == {"gp_fit": "map", "beta_c": 0.02}
     assert ablate.variant_params("std_gp_ucb", "beta") == {"gp_core": "protocol", "beta_c": 0.02}
     with pytest.raises(SystemExit):
-        ablate.main([*ARGS, "--algorithms", "std_gp_ucb", "dkl_ucb", "--variants", "beta", "map",
+        ablate.main([*ARGS, "--algorithms", "std_gp_ucb", "dkl_ucb", "--variants", "beta", "map+beta+copula",
                      "--out", str(tmp_path)])
     err = capsys.readouterr().err
-    assert "'map' sets ['gp_fit'], which --algorithms 'dkl_ucb' does not have" in err
-    assert "its variants: ['protocol', 'beta', 'theory']" in err
+    assert "'map+beta+copula' sets ['output_warp'], which --algorithms 'dkl_ucb' does not have" in err
+    assert "its variants: ['protocol', 'map', 'beta', 'map+beta', 'theory'" in err
     assert not any(tmp_path.iterdir())  # nothing ran, nothing written

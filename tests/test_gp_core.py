@@ -74,8 +74,10 @@ def test_map_fit_reaches_a_stationary_point_above_the_adam_fit():
 def test_gp_fit_is_checked_before_compilation():
     with pytest.raises(ValueError, match=r"algorithm.gp_fit='lbfgs' .*'adam', 'map'"):
         sb.run("gssbo", sb.make_problem("hartmann6"), T=30, params={"gp_fit": "lbfgs"}, progress=False)
-    with pytest.raises(ValueError, match="gp_fit"):  # an algorithm with its own fit has no such switch
-        sb.run("dkl_ucb", sb.make_problem("hartmann6"), T=30, params={"gp_fit": "map"}, progress=False)
+    with pytest.raises(ValueError, match=r"algorithm.gp_fit='lbfgs' .*'adam', 'map'"):  # dkl_ucb's own fit too
+        sb.run("dkl_ucb", sb.make_problem("hartmann6"), T=30, params={"gp_fit": "lbfgs"}, progress=False)
+    with pytest.raises(ValueError, match="gp_fit"):  # an algorithm without a GP has no such switch
+        sb.run("bnn_ucb", sb.make_problem("hartmann6"), T=30, params={"gp_fit": "map"}, progress=False)
 
 
 def test_vecchia_map_fit_climbs_its_posterior_and_protocol_fit_unchanged():

@@ -86,8 +86,8 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
 }
 
 # Continuous domains (docs/protocols.md#box-protocol): n0 = 20 uniform initial points, beta_t = beta_c d log(2t), the
-# GP refitted per round, warm-started (gp_core below; the protocol's beta_c = 0.2 and 20 Adam steps here serve
-# dkl_ucb, whose fit is its own); the acquisition maximiser's sizes (n_uniform, n_local, n_starts, acq_steps,
+# GP refitted per round, warm-started (gp_core below; dkl_ucb sets its own gp_fit, beta_c and fit_steps); the
+# acquisition maximiser's sizes (n_uniform, n_local, n_starts, acq_steps,
 # lr_acq, local_scale) are our choices.
 _BO = {"n0": 20, "beta_c": 0.2, "fit_steps": 20, "lr_fit": 0.05, "n_uniform": 2048, "n_local": 512,
        "n_starts": 4, "acq_steps": 25, "acq_method": "adam", "lr_acq": 0.01, "local_scale": 0.05,
@@ -142,11 +142,13 @@ BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
                                 "earlier neighbours)", "continuous", False, {**_GP, "m": 32}, "sequential", "box"),
     # GSSBO App. B.5 (Figs. 10-11); the paper gives no settings: every value is our choice unless marked.
     # hidden: MLP hidden widths; features: dkl_ucb's feature dimension; fit_steps / lr_fit: the joint Adam fit
-    # of MLP weights and GP hyperparameters (dkl_ucb) or of the members (bnn_ucb) per round, warm-started
+    # of MLP weights and GP hyperparameters (dkl_ucb) or of the members (bnn_ucb) per round, warm-started;
+    # dkl_ucb's gp_fit: adam = the likelihood (Wilson et al.), map = the box core's prior on the base kernel added
+    # to it (same Adam steps); beta_c = 0.02 as the box core's, by measurement (docs/reproductions.md#box-core-dkl)
     "dkl_ucb": AlgorithmSpec("dkl_ucb", "Deep-kernel UCB: exact GP, Matérn-5/2 on MLP features (Wilson et al. "
                              "2016)", "continuous", False,
-                             {**_BO, "fit_steps": 50, "lr_fit": 0.01, "hidden": [32, 32], "features": 4},
-                             "sequential", "box"),
+                             {**_BO, "gp_fit": "adam", "beta_c": 0.02, "fit_steps": 50, "lr_fit": 0.01,
+                              "hidden": [32, 32], "features": 4}, "sequential", "box"),
     # ensemble: E members (5, with one hidden layer of 50 units: Lakshminarayanan et al.'s UCI setting); kappa:
     # UCB = mu + kappa sigma (our choice; it replaces beta_c); loss: mean squared error (bnn_bo.py says why not
     # the Gaussian NLL)

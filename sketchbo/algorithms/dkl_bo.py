@@ -9,7 +9,8 @@ g an MLP with weights w, theta the base kernel's ARD lengthscales (one per featu
 (on standardised targets). w and theta are trained jointly on the exact GP log marginal likelihood
 (Wilson et al. 2016, Eq. 6-7: R&W Eq. 2.30 with K the deep kernel's matrix), here by Adam on -log p / n
 (``fit_steps`` steps of ``lr_fit`` per round, warm-started from the previous round's w and theta, theta
-projected onto ``sketchbo.gp.hyper``'s box after every step). The posterior is the exact GP's on the features
+projected onto ``sketchbo.gp.hyper``'s box after every step). ``gp_fit=adam`` (the default) is this likelihood;
+``gp_fit=map`` adds the box GP core's prior on theta (``sketchbo.gp.hyper.log_prior``) to log p. The posterior is the exact GP's on the features
 (``sketchbo.gp.hyper.posterior``); UCB = mu + sqrt(beta_t) sigma with beta_t = beta_c d log(2t) (the box
 protocol, docs/protocols.md#box-protocol, as every continuous algorithm), maximised by
 ``sketchbo.acquisition.maximize_ucb``.
@@ -67,17 +68,23 @@ def dkl_log_marginal_likelihood(k: DeepKernel, X, y_std, valid):
     return hyper.log_marginal_likelihood(k.hyper, features(k, X), y_std, valid)
 
 
-def fit_dkl(k0: DeepKernel, X, y, valid, steps: int, lr):
-    """Joint maximum likelihood of the weights and the hyperparameters (Wilson et al. 2016, §5) by ``steps``
-    Adam steps from k0. Returns (k, info) with info["lml"] the log marginal likelihood at k."""
+def fit_dkl(k0: DeepKernel, X, y, valid, steps: int, lr, method: str = "adam"):
+    """The weights and the hyperparameters fitted jointly by ``steps`` Adam steps from k0: ``method="adam"``,
+    maximum likelihood (Wilson et al. 2016, §5); ``method="map"``, the log posterior with
+    ``sketchbo.gp.hyper.log_prior`` on the base kernel's hyperparameters (the lengthscale prior's dimension is
+    the number of features; no prior on the weights). Returns (k, info) with info["lml"] the log marginal
+    likelihood at k."""
+    if method not in hyper.FITS:
+        raise ValueError(f"method={method!r}; choose one of {list(hyper.FITS)}")
     y_std, _, _ = hyper.standardise(y, valid)
     n = jnp.maximum(jnp.sum(valid), 1).astype(y.dtype)
 
     def loss(k):
-        return -dkl_log_marginal_likelihood(k, X, y_std, valid) / n
+        prior = hyper.log_prior(k.hyper) if method == "map" else 0.0
+        return -(dkl_log_marginal_likelihood(k, X, y_std, valid) + prior) / n
 
     k = adam_fit(loss, k0, steps, lr, lambda k: k._replace(hyper=hyper.project(k.hyper)))
-    return k, {"lml": -loss(k) * n}
+    return k, {"lml": dkl_log_marginal_likelihood(k, X, y_std, valid)}
 
 
 def dkl_predict(k: DeepKernel, X, y, valid):
@@ -109,7 +116,7 @@ def make_dkl_bo(static: BOStatic) -> Algorithm:
     def resparsify(key, state: DKLState, params: BOParams):
         data = state.data
         valid, y = data_valid(data), data_mean(data)
-        k, fit_info = fit_dkl(state.kernel, data.x, y, valid, static.fit_steps, params.lr_fit)
+        k, fit_info = fit_dkl(state.kernel, data.x, y, valid, static.fit_steps, params.lr_fit, static.gp_fit)
         beta = acquisition.ucb_width(static.beta_rule, params.beta_c, d, (state.t + 1).astype(y.dtype))
         x, val, acq_info = acquisition.maximize_ucb(key, dkl_predict(k, data.x, y, valid), beta, data.x, y, valid,
                                                     static.n_incumbents, static.acq, params.lr_acq,

@@ -87,8 +87,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
 
 # Continuous domains (docs/protocols.md#box-protocol): n0 = 20 uniform initial points, beta_t = beta_c d log(2t), the
 # GP refitted per round, warm-started (gp_core below; dkl_ucb sets its own gp_fit, beta_c and fit_steps); the
-# acquisition maximiser's sizes (n_uniform, n_local, n_starts, acq_steps,
-# lr_acq, local_scale) are our choices.
+# acquisition maximiser's sizes (n_uniform, n_local, n_starts, acq_steps, lr_acq, local_scale) are our choices.
 _BO = {"n0": 20, "beta_c": 0.2, "fit_steps": 20, "lr_fit": 0.05, "n_uniform": 2048, "n_local": 512,
        "n_starts": 4, "acq_steps": 25, "acq_method": "adam", "lr_acq": 0.01, "local_scale": 0.05,
        "beta_rule": "protocol"}

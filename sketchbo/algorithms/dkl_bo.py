@@ -9,11 +9,11 @@ g an MLP with weights w, theta the base kernel's ARD lengthscales (one per featu
 (on standardised targets). w and theta are trained jointly on the exact GP log marginal likelihood
 (Wilson et al. 2016, Eq. 6-7: R&W Eq. 2.30 with K the deep kernel's matrix), here by Adam on -log p / n
 (``fit_steps`` steps of ``lr_fit`` per round, warm-started from the previous round's w and theta, theta
-projected onto ``sketchbo.gp.hyper``'s box after every step). ``gp_fit=adam`` (the default) is this likelihood;
-``gp_fit=map`` adds the box GP core's prior on theta (``sketchbo.gp.hyper.log_prior``) to log p. The posterior is the exact GP's on the features
-(``sketchbo.gp.hyper.posterior``); UCB = mu + sqrt(beta_t) sigma with beta_t = beta_c d log(2t) (the box
-protocol, docs/protocols.md#box-protocol, as every continuous algorithm), maximised by
-``sketchbo.acquisition.maximize_ucb``.
+projected onto ``sketchbo.gp.hyper``'s box after every step). ``gp_fit=adam`` (the default) is this
+likelihood; ``gp_fit=map`` adds the box GP core's prior on theta (``sketchbo.gp.hyper.log_prior``) to log p.
+The posterior is the exact GP's on the features (``sketchbo.gp.hyper.posterior``); UCB = mu + sqrt(beta_t)
+sigma with beta_t = beta_c d log(2t) (the box protocol, docs/protocols.md#box-protocol, as every continuous
+algorithm), maximised by ``sketchbo.acquisition.maximize_ucb``.
 
 Our choices (the GSSBO paper gives none of them): g = d -> ``hidden`` -> ``features`` with tanh hidden
 layers (smooth features for the Matérn kernel and the acquisition's gradient steps) and a linear output;

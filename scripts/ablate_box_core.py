@@ -136,9 +136,9 @@ def run_or_load(path: Path, problem, algorithm, variant, args, seeds: int, first
 
 
 def config_row(problem: str, algorithm: str, variant: str, args) -> dict:
-    """One configuration's row: one S-seed run, or (``--per-seed``) S one-seed runs assembled."""
+    """One configuration's row: one S-seed run, or (``--per-seed``, S > 1) S one-seed runs assembled."""
     path = config_path(args.out, problem, algorithm, variant, args.T, args.seeds, args.first_seed)
-    if path.exists() or not args.per_seed:
+    if path.exists() or not args.per_seed or args.seeds == 1:  # one seed: its own file is the row
         return run_or_load(path, problem, algorithm, variant, args, args.seeds, args.first_seed)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     paths = [config_path(args.out, problem, algorithm, variant, args.T, 1, k) for k in seeds]

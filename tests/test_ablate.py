@@ -42,6 +42,15 @@ def test_per_seed_rows_assemble_to_the_one_program_row(ablate, tmp_path, capsys)
     assert "on disk" in capsys.readouterr().err
 
 
+def test_one_seed_per_seed_is_the_seed_file_written_once(ablate, tmp_path):
+    """``--per-seed --seeds 1`` (a seed run beside another) writes the seed's own file, not an assembly of it."""
+    assert ablate.main([*ARGS, "--seeds", "1", "--first-seed", "2", "--per-seed", "--out", str(tmp_path)]) == 0
+    files = list(tmp_path.iterdir())
+    assert [p.name for p in files] == ["hartmann6_std_gp_ucb_protocol_T24_S1_from2.json"]
+    row = json.loads(files[0].read_text())
+    assert "assembled_from" not in row and (row["seeds"], row["first_seed"]) == (1, 2)
+
+
 def test_bad_first_seed_is_a_clear_error(ablate, tmp_path, capsys):
     with pytest.raises(SystemExit):
         ablate.main([*ARGS, "--first-seed", "-1", "--out", str(tmp_path)])

@@ -99,13 +99,13 @@ def run_job(config: dict, run_dir: Path, problem=None, config_text: str | None =
     problem = build_problem(config["problem"]) if problem is None else problem
     common = dict(T=config["T"], n_seeds=config["n_seeds"], seed=config["seed"], params=hyperparameters(algo),
                   dtype=config["dtype"], seed_axis=config["seed_axis"], progress=config["progress"],
-                  **checkpoint_args(config, run_dir))
+                  devices=config.get("devices"), **checkpoint_args(config, run_dir))
     if algo["name"] in BO_ALGORITHMS or isinstance(problem, ContinuousProblem):
         _check_continuous(algo["name"], problem, config)
         result = run(algo["name"], problem, **common)
         gap = result.hyperparameters["uniform_mean"] - problem.f_min
     else:
-        result = run(algo["name"], problem, kernel=kernel_override(config), devices=config.get("devices"), **common)
+        result = run(algo["name"], problem, kernel=kernel_override(config), **common)
         result = result._replace(certificates=certificates.of_run(result, problem, kernel_override(config)))
         gap = uniform_gap(problem)
     summary = tracking.write_results(run_dir, result, config, uniform_gap=gap, config_text=config_text)

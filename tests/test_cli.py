@@ -540,3 +540,16 @@ def test_online_logging_without_credentials_is_refused_before_running(tmp_path, 
     with pytest.raises(tracking.LoggingError, match="wandb login"):
         cli.check_logger(cfg)
     cli.check_logger(compose_config("algorithm=bbkb", "logger=wandb"))  # offline needs no account
+
+
+@pytest.mark.parametrize("algorithm,problem", [("gssbo", "hartmann6"), ("bbkb", "gp_sample")])
+def test_a_job_passes_devices_to_the_runner_on_both_domains(tmp_path, algorithm, problem):
+    """``devices`` reaches a box problem's run as it does a finite one's (it was dropped for boxes, so that
+    ``devices=1`` ran on every CPU device): an impossible count fails there, before anything compiles."""
+    from sketchbo import jobs
+
+    cfg = compose_config(f"algorithm={algorithm}", f"problem={problem}", "T=30", "devices=99")
+    config = cli.job_config(cfg, algorithm_configs(cfg)[0])
+    with pytest.raises(ValueError, match="devices=99 is invalid; this process sees"):
+        jobs.run_job(config, tmp_path / "run")
+    assert not list(tmp_path.rglob("summary.json"))

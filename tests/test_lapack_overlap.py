@@ -14,7 +14,8 @@ import pytest
 
 import sketchbo as sb
 from sketchbo.algorithms import BO_ALGORITHMS
-from sketchbo.engine.lapack_overlap import LapackOverlapWarning, overlapping_lapack_calls
+from sketchbo.engine import program
+from sketchbo.engine.lapack_overlap import LapackOverlapWarning, batched_lapack_calls, overlapping_lapack_calls
 from sketchbo.engine.program import check_lapack_overlap
 from test_checkpoint import HARTMANN, bo_kwargs
 
@@ -84,6 +85,44 @@ def test_compiled_program_warns_on_the_cpu():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_lapack_overlap(jax.jit(one_solve).lower(*args).compile())
+
+
+def test_a_program_sharded_over_cpu_devices_warns_on_any_batched_call():
+    """Each CPU device runs its share at the same time as the others: one batched call per device can hang."""
+    args = (_spd((5,)), jnp.ones((5, 8, 1)), jnp.ones((5, 8, 1)))
+    compiled = jax.jit(one_solve).lower(*args).compile()
+    assert sorted(set(batched_lapack_calls(compiled.as_text()))) == ["lapack_dpotrf_ffi", "lapack_dtrsm_ffi"]
+    with pytest.warns(LapackOverlapWarning, match=r"sharded over 2 CPU devices.*devices=1"):
+        check_lapack_overlap(compiled, n_devices=2)
+    unbatched = jax.jit(one_solve).lower(_spd(()), jnp.ones((8, 1)), jnp.ones((8, 1))).compile()
+    assert batched_lapack_calls(unbatched.as_text()) == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_lapack_overlap(compiled, n_devices=1)
+        check_lapack_overlap(unbatched, n_devices=2)
+
+
+def _element_lapack_calls(monkeypatch, name) -> list[str]:
+    """The batched LAPACK calls of ``name``'s program for one seed (seed_axis='map', one device)."""
+    seen = []
+    monkeypatch.setattr(program, "_PROGRAMS", {})
+    monkeypatch.setattr(program, "check_lapack_overlap",
+                        lambda compiled, n_devices=1: seen.extend(batched_lapack_calls(compiled.as_text())))
+    sb.run(name, HARTMANN, n_seeds=1, **{**bo_kwargs(name), "T": 12})
+    return seen
+
+
+def test_vecchia_bo_is_registered_as_holding_batched_lapack_calls(monkeypatch):
+    """VecchiaBO factors one m x m matrix per candidate point in one batched call: the registry says so, and
+    the engine then runs it on one CPU device (engine.run.one_cpu_device)."""
+    assert "lapack_dpotrf_ffi" in _element_lapack_calls(monkeypatch, "vecchia_bo")
+    assert BO_ALGORITHMS["vecchia_bo"].batched_lapack
+
+
+@pytest.mark.extended
+@pytest.mark.parametrize("name", sorted(BO_ALGORITHMS))
+def test_the_registry_flags_exactly_the_box_algorithms_whose_element_holds_batched_lapack_calls(monkeypatch, name):
+    assert bool(_element_lapack_calls(monkeypatch, name)) == BO_ALGORITHMS[name].batched_lapack
 
 
 def test_after_orders_without_changing_values():

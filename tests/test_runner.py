@@ -311,6 +311,39 @@ def test_use_cpu_cores_shards_the_seeds_over_cpu_devices_with_the_same_trajector
                    "layouts": [["map", 2, 2], ["map", 1, 3]]}, out  # each device ran its share one after another
 
 
+ONE_CPU_DEVICE = """
+import json
+import sketchbo as sb
+sb.use_cpu_cores(2)
+p = sb.make_problem("eggholder2")
+r = sb.run("vecchia_bo", p, T=24, n_seeds=3, progress=False, params={"m": 8})
+out = {"layout": [r.n_devices, r.elements_per_device]}
+try:
+    sb.run("vecchia_bo", p, T=24, n_seeds=3, progress=False, params={"m": 8}, devices=2)
+except ValueError as err:
+    out["error"] = str(err)
+print(json.dumps(out))
+"""
+
+
+def test_an_algorithm_with_batched_lapack_calls_runs_on_one_cpu_device():
+    """VecchiaBO's batched Choleskys, run by two CPU devices at once, hung XLA's CPU runtime on a 2-core machine
+    (engine.lapack_overlap): with two CPU devices its seeds run on one by default, and asking for two is an error."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
+    env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
+    env["JAX_PLATFORMS"] = "cpu"
+    proc = subprocess.run([sys.executable, "-c", ONE_CPU_DEVICE], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["layout"] == [1, 3], out
+    assert out["error"].startswith("devices=2 is invalid") and "one device" in out["error"], out
+
+
 def test_time_per_seed_divides_the_round_times_by_the_seeds_each_device_ran():
     """The time curves' one-seed time: sharded seeds ran side by side, so a round's time is that of the
     ``elements_per_device`` seeds one device ran in sequence (3 seeds on 2 devices: 2), not of all seeds."""

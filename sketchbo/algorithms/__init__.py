@@ -52,6 +52,9 @@ class AlgorithmSpec(NamedTuple):
     defaults: dict  # every accepted hyperparameter with its default
     default_rule: str  # key of BATCH_RULES (finite arms); "sequential" for boxes (their batches are their own)
     domain: str = "arms"  # "arms": a finite arm set | "box": [0, 1]^d (sketchbo.domains: the engine's two domains)
+    # one element's program holds batched LAPACK calls: on the CPU its elements run on one device, since the
+    # devices' programs run at the same time and such calls can then hang XLA's CPU runtime (engine.lapack_overlap)
+    batched_lapack: bool = False
 
 
 # docs/protocols.md#finite-arm-protocol (Abalone / Cadata) and #bbkb-experiments: q-bar = 2, C~ = 2, delta = 1/T (None). lam and F: None = the
@@ -138,7 +141,8 @@ BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
                            "continuous", False, {**_GP, "m": 4}, "sequential", "box"),
     # m: conditioning-set size, fixed (32: our choice; Jimenez & Katzfuss grow it like 7.2 log10(n)^2)
     "vecchia_bo": AlgorithmSpec("vecchia_bo", "VecchiaBO: GP-UCB on a Vecchia GP (maximin order, m nearest "
-                                "earlier neighbours)", "continuous", False, {**_GP, "m": 32}, "sequential", "box"),
+                                "earlier neighbours)", "continuous", False, {**_GP, "m": 32}, "sequential", "box",
+                                batched_lapack=True),  # one m x m Cholesky per candidate point, batched
     # GSSBO App. B.5 (Figs. 10-11); the paper gives no settings: every value is our choice unless marked.
     # hidden: MLP hidden widths; features: dkl_ucb's feature dimension; fit_steps / lr_fit: the joint Adam fit
     # of MLP weights and GP hyperparameters (dkl_ucb) or of the members (bnn_ucb) per round, warm-started;

@@ -311,7 +311,7 @@ def prepare(spec: RunSpec) -> Prepared:
         return compiled_program(cache_key, lambda: make_program(build_bo(BO_ALGORITHMS[spec.algorithm], static), p,
                                                                 static, spec.seed_axis, rounds_per_call,
                                                                 spec.n_devices),
-                                (seeds, elements, ()), (elements, ()))
+                                (seeds, elements, ()), (elements, ()), n_devices=spec.n_devices)
 
     def next_caps(carry, capacities):
         state = carry[0]

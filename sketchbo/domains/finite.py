@@ -198,7 +198,8 @@ def prepare(spec: RunSpec) -> Prepared:
                      seeds.shape, str(jdt.dtype), jax.tree.structure(params))
         return compiled_program(cache_key, lambda: make_program(build(alg_spec, static), T, spec.seed_axis,
                                                                 rounds_per_call, spec.n_devices),
-                                (seeds, params, shared), (params, shared), cpu_options=FAST_CPU_COMPILE)
+                                (seeds, params, shared), (params, shared), cpu_options=FAST_CPU_COMPILE,
+                                n_devices=spec.n_devices)
 
     def next_caps(carry, capacities):
         if not np.any(np.asarray(carry[1].overflow)):

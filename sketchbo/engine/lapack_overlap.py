@@ -15,6 +15,13 @@ every two batched LAPACK calls of a computation are ordered by a data dependence
 the pairs that are not in a compiled program's HLO text; ``compiled_program`` warns about them and the
 tests turn the warning into an error.
 
+Several devices: a program sharded over CPU devices runs one execution per device at the same time, on the
+same pool, so with as many devices as the pool has threads a single batched LAPACK call per device is
+enough to hang. No data dependence can order the devices, so an algorithm whose element holds such a call
+(``AlgorithmSpec.batched_lapack``: VecchiaBO) runs on one CPU device (``engine.run.one_cpu_device``), and
+``compiled_program`` warns about any other sharded CPU program that holds one
+(:func:`batched_lapack_calls`).
+
 Conservative: two calls count as ordered only through operands (and control predecessors) in the HLO; a
 ``while``/``call``/``conditional`` counts as a batched LAPACK call when a computation it runs holds one.
 """
@@ -112,4 +119,10 @@ def overlapping_lapack_calls(text: str) -> list[tuple[str, str, str]]:
     return pairs
 
 
-__all__ = ["LapackOverlapWarning", "overlapping_lapack_calls"]
+def batched_lapack_calls(text: str) -> list[str]:
+    """The LAPACK target of every batched LAPACK call of the HLO ``text`` (any computation), in order."""
+    return [target for insts in _computations(text).values() for _, rest in insts
+            if (target := _batched_lapack(rest))]
+
+
+__all__ = ["LapackOverlapWarning", "batched_lapack_calls", "overlapping_lapack_calls"]

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sketchbo.algorithms.common import SEED_AXIS
-from sketchbo.engine.lapack_overlap import LapackOverlapWarning, overlapping_lapack_calls
+from sketchbo.engine.lapack_overlap import LapackOverlapWarning, batched_lapack_calls, overlapping_lapack_calls
 
 
 class SeedKeys(NamedTuple):
@@ -108,11 +108,13 @@ _PROGRAMS: dict = {}  # compiled (init, chunk) executables, reused by later runs
 _MAX_PROGRAMS = 32
 
 
-def compiled_program(cache_key, make_fns, init_args, chunk_rest, cpu_options: dict | None = None):
+def compiled_program(cache_key, make_fns, init_args, chunk_rest, cpu_options: dict | None = None,
+                     n_devices: int = 1):
     """``(init_c, chunk_c, compile_s)`` of the program ``make_fns() -> (init_fn, chunk_fn)``, compiled on first
     use of ``cache_key`` and reused after (compile_s = 0). ``init_fn(*init_args) -> (carry, noise)``;
     ``chunk_fn(init_args[0], carry, noise, *chunk_rest)`` (the first argument is the elements' seeds).
-    ``cpu_options``: XLA compiler options of both programs on the CPU backend (e.g. :data:`FAST_CPU_COMPILE`)."""
+    ``cpu_options``: XLA compiler options of both programs on the CPU backend (e.g. :data:`FAST_CPU_COMPILE`).
+    ``n_devices``: the devices the program is sharded over (for :func:`check_lapack_overlap`)."""
     if cache_key in _PROGRAMS:
         return (*_PROGRAMS[cache_key], 0.0)
     init_fn, chunk_fn = make_fns()
@@ -121,8 +123,8 @@ def compiled_program(cache_key, make_fns, init_args, chunk_rest, cpu_options: di
     carry, noise = jax.eval_shape(init_fn, *init_args)
     chunk_c = compile_lowered(chunk_fn.lower(init_args[0], carry, noise, *chunk_rest), cpu_options)
     compile_s = time.perf_counter() - tc
-    check_lapack_overlap(init_c)
-    check_lapack_overlap(chunk_c)
+    check_lapack_overlap(init_c, n_devices)
+    check_lapack_overlap(chunk_c, n_devices)
     if len(_PROGRAMS) >= _MAX_PROGRAMS:
         _PROGRAMS.pop(next(iter(_PROGRAMS)))
     _PROGRAMS[cache_key] = (init_c, chunk_c)
@@ -149,18 +151,28 @@ def compile_lowered(lowered, cpu_options: dict | None = None):
         return lowered.compile()
 
 
-def check_lapack_overlap(compiled) -> None:
+def check_lapack_overlap(compiled, n_devices: int = 1) -> None:
     """Warn (:class:`LapackOverlapWarning`) when a program compiled for the CPU has batched LAPACK calls that
-    may run concurrently: on a machine with few cores such a program can hang (``engine.lapack_overlap``)."""
+    may run concurrently: two in one program that no data dependence orders, or, sharded over ``n_devices``
+    > 1 CPU devices (whose programs run at the same time), any one. On a machine with few cores such a program
+    can hang (``engine.lapack_overlap``)."""
     if jax.default_backend() != "cpu":
         return
-    pairs = overlapping_lapack_calls(compiled.as_text())
+    text = compiled.as_text()
+    pairs = overlapping_lapack_calls(text)
     if pairs:
         warnings.warn(
             f"this program has {len(pairs)} pair(s) of batched LAPACK calls that XLA's CPU runtime may run at the "
             f"same time (e.g. {pairs[0][1]} and {pairs[0][2]}); on a machine with few cores it can hang "
             "(sketchbo.engine.lapack_overlap). Where the seeds run with seed_axis='vmap', seed_axis='map' avoids "
             "batching them.",
+            LapackOverlapWarning, stacklevel=3)
+    calls = batched_lapack_calls(text) if n_devices > 1 else []
+    if calls:
+        warnings.warn(
+            f"this program, sharded over {n_devices} CPU devices that run it at the same time, has batched LAPACK "
+            f"calls ({calls[0]}); on a machine with few cores they can hang (sketchbo.engine.lapack_overlap): "
+            "run it on one device (devices=1).",
             LapackOverlapWarning, stacklevel=3)
 
 

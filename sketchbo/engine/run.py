@@ -95,6 +95,19 @@ def grid_points(algorithm: str, grid: dict | None) -> list[dict]:
     return [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
 
 
+def one_cpu_device(spec, devices, n_dev: int) -> int:
+    """``n_dev``, or 1 for an algorithm whose element holds batched LAPACK calls (``spec.batched_lapack``) on
+    the CPU: the devices' programs run at the same time on one thread pool, where such calls can hang
+    (``engine.lapack_overlap``). ValueError when the user asked for more than one such device."""
+    if not spec.batched_lapack or n_dev == 1 or jax.default_backend() != "cpu":
+        return n_dev
+    if devices is not None:
+        raise invalid_value("devices", devices, f"{spec.name!r} runs batched LAPACK calls, which can hang XLA's "
+                            "CPU runtime when several CPU devices run them at once; on the CPU it runs on one "
+                            "device: pass devices=1 or leave devices unset")
+    return 1
+
+
 def check_run(algorithm, problem, *, T, grid=None, n_seeds=1, seed=0, params=None, kernel=None, dtype="float64",
               seed_axis="auto", rounds_per_call=None, devices=None, capacity=None) -> RunSpec:
     """Every argument of a run validated (ValueError naming the parameter), nothing compiled.
@@ -108,7 +121,7 @@ def check_run(algorithm, problem, *, T, grid=None, n_seeds=1, seed=0, params=Non
     problem = dom.check_space(algorithm, problem)
     points = grid_points(algorithm, grid)
     hypers = [dom.resolve(algorithm, {**(params or {}), **pt}, T, problem) for pt in points]
-    n_dev = check_devices(devices, len(points) * n_seeds)
+    n_dev = one_cpu_device(spec, devices, check_devices(devices, len(points) * n_seeds))
     if spec.domain == "box" and kernel is not None:
         raise invalid_value("kernel", kernel, f"{algorithm!r} fits its own Matérn-5/2 kernel; leave kernel at None")
     if spec.domain == "arms" and capacity is not None:

@@ -293,9 +293,8 @@ print(json.dumps(out))
 """
 
 
-def test_use_cpu_cores_shards_the_seeds_over_cpu_devices_with_the_same_trajectories():
-    """``sb.use_cpu_cores`` in a fresh process gives the CPU one device per core (here 2); a run's default
-    device count is then min(devices, elements); once the backends are up it changes nothing."""
+def _in_fresh_cpu_process(script: str, timeout: int) -> dict:
+    """The JSON of ``script``'s last line, run by a fresh CPU-only Python whose device count is its own."""
     import json
     import os
     import subprocess
@@ -304,9 +303,15 @@ def test_use_cpu_cores_shards_the_seeds_over_cpu_devices_with_the_same_trajector
     env = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
     env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
     env["JAX_PLATFORMS"] = "cpu"
-    proc = subprocess.run([sys.executable, "-c", CORES], env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_use_cpu_cores_shards_the_seeds_over_cpu_devices_with_the_same_trajectories():
+    """``sb.use_cpu_cores`` in a fresh process gives the CPU one device per core (here 2); a run's default
+    device count is then min(devices, elements); once the backends are up it changes nothing."""
+    out = _in_fresh_cpu_process(CORES, timeout=600)
     assert out == {"requested": 2, "devices": 2, "one_seed": 1, "five_seeds": 2, "too_late": 2, "same": True,
                    "layouts": [["map", 2, 2], ["map", 1, 3]]}, out  # each device ran its share one after another
 
@@ -329,17 +334,7 @@ print(json.dumps(out))
 def test_an_algorithm_with_batched_lapack_calls_runs_on_one_cpu_device():
     """VecchiaBO's batched Choleskys, run by two CPU devices at once, hung XLA's CPU runtime on a 2-core machine
     (engine.lapack_overlap): with two CPU devices its seeds run on one by default, and asking for two is an error."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
-    env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
-    env["JAX_PLATFORMS"] = "cpu"
-    proc = subprocess.run([sys.executable, "-c", ONE_CPU_DEVICE], env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = _in_fresh_cpu_process(ONE_CPU_DEVICE, timeout=300)  # a hang fails here
     assert out["layout"] == [1, 3], out
     assert out["error"].startswith("devices=2 is invalid") and "one device" in out["error"], out
 

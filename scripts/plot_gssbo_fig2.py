@@ -3,9 +3,11 @@
 One panel per problem (Eggholder2, Hartmann6, Levy20, Powell50, Rastrigin100, diabetes, whichever were
 run), mean ± std over seeds of R_t = sum_{s <= t} (f(x_s) - f_min) (Wei et al. 2025, §6.1; for diabetes
 f_min = 0, so R_t sums test errors). Reads the runs of ``experiments/gssbo_fig2.yaml`` and writes
-``gssbo_fig2.png`` and ``.pdf``::
+``gssbo_fig2.png`` and ``.pdf``; ``--results`` may also be a regret record of them
+(``scripts/record_regret.py``), as the committed image is drawn::
 
     python scripts/plot_gssbo_fig2.py --results results/quick/gssbo_fig2 --out figures/quick
+    python scripts/plot_gssbo_fig2.py --results experiments/gssbo_fig2_record.json --out docs/figures
 """
 from __future__ import annotations
 
@@ -39,14 +41,16 @@ def grid(plt, n: int, width: float = 4.2, height: float = 3.4):
 
 
 def main(argv=None):
-    parser = plots.figure_parser(__doc__.splitlines()[0], "directory holding the runs (searched recursively)")
+    parser = plots.figure_parser(__doc__.splitlines()[0], "directory holding the runs (searched recursively), "
+                                 "or a regret record of them")
     args = parser.parse_args(argv)
     results = plots.load_results(args.results, HINT)
     problems = continuous_problems(results, HINT, args.results)
     plt = plots.pyplot()
     fig, axes = grid(plt, len(problems))
     handles = plots.regret_panels(axes, problems, results, METHODS)
-    return plots.finish_with_legend(fig, handles, args.out or args.results, NAME)
+    out = args.out or (args.results if args.results.is_dir() else args.results.parent)
+    return plots.finish_with_legend(fig, handles, out, NAME)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Figures from result files on disk: loading, per-step curves and figure output for ``scripts/plot_*.py``.
 
 The plot scripts read only what runs wrote (``summary.json`` and ``traces.npz`` of every result
-directory, docs/guide.md#outputs; the BKB Fig. 1 ``.npz``), never the W&B API, so figures work offline and
-can be redrawn without recomputing anything.
+directory, docs/guide.md#outputs; the BKB Fig. 1 ``.npz``), or a committed regret record of them
+(``sketchbo.results.write_record``: R_t at 100 steps), never the W&B API, so figures work offline and can be
+redrawn without recomputing anything.
 
 Per-step curves of a result (arrays of shape (n_seeds, T), step t = 1..T):
 
@@ -28,7 +29,7 @@ import numpy as np
 from sketchbo import tracking
 from sketchbo.engine.result import seed_time_factor
 from sketchbo.results import (  # noqa: F401  (re-exported: the plot scripts read results through plots)
-    Result, ResultsError, SLICE_FREE_KEYS, consecutive, join_seed_slices, joined_result, load_npz, load_result, load_results, pick, problems_of, seed_chain, seed_span, slice_identity,
+    RecordedResult, Result, ResultsError, SLICE_FREE_KEYS, consecutive, join_seed_slices, joined_result, load_npz, load_result, load_results, pick, problems_of, seed_chain, seed_span, slice_identity,
 )
 
 # Display names and colours of the algorithms (the poster's names).
@@ -79,12 +80,16 @@ def ordered(algorithms) -> list[str]:
 # ------------------------------------------------------------------------------------------- curves
 
 def steps(result: Result) -> np.ndarray:
-    """t = 1..T."""
+    """t = 1..T; of a regret record's result, the steps it recorded."""
+    if isinstance(result, RecordedResult):
+        return result.t
     return np.arange(1, result.T + 1)
 
 
 def cumulative_regret(result: Result) -> np.ndarray:
-    """R_t per seed, (n_seeds, T)."""
+    """R_t per seed, (n_seeds, T); of a regret record's result, at its recorded steps (:func:`steps`)."""
+    if isinstance(result, RecordedResult):
+        return result.regret
     return np.cumsum(np.asarray(result.traces["instant_regret"], dtype=np.float64), axis=1)
 
 
@@ -160,7 +165,10 @@ def time_up_to(result: Result, t: int) -> float:
 
 def run_time(result: Result) -> float:
     """Wall time (s) of the whole run for one seed (see :func:`cumulative_time`); compilation excluded. Of
-    joined seed slices: the parts' times weighted by their seed counts."""
+    joined seed slices: the parts' times weighted by their seed counts. A regret record's result: the time
+    recorded with it."""
+    if isinstance(result, RecordedResult):
+        return float(result.summary["exec_s_per_seed"])
     if result.parts:
         return sum(p.n_seeds * run_time(p) for p in result.parts) / result.n_seeds
     return float(np.sum(np.asarray(result.traces["round_time_s"], dtype=np.float64)) * time_scale(result))

@@ -2,7 +2,9 @@
 
 Part of the experiment system (with ``plots``, ``tracking`` and ``jobs``): it reads what runs wrote
 (``summary.json`` and ``traces.npz`` of every result directory, docs/guide.md#outputs) and joins runs of one
-config on disjoint seeds into one result.
+config on disjoint seeds into one result. A regret record (:func:`write_record`) is a small JSON file that keeps
+each result's summary and R_t at 100 steps, so that a figure of regret curves can be committed with the
+numbers it was drawn from and redrawn without the result directories.
 """
 from __future__ import annotations
 
@@ -75,7 +77,8 @@ def load_result(run_dir) -> Result:
 
 def load_results(root, hint: str = "") -> list[Result]:
     """Every complete result under ``root`` (each directory holding a ``summary.json``), sorted by path, with
-    runs of one configuration on disjoint seeds joined into one result (:func:`join_seed_slices`).
+    runs of one configuration on disjoint seeds joined into one result (:func:`join_seed_slices`); when
+    ``root`` is a file, the results of that regret record (:func:`load_record`).
 
     A result whose ``traces.npz`` is missing or unreadable is an error (the run that wrote it did not
     finish; re-running its command completes it). ResultsError when ``root`` holds no result at all;
@@ -83,6 +86,8 @@ def load_results(root, hint: str = "") -> list[Result]:
     """
     root = Path(root)
     hint = f"; {hint}" if hint else ""
+    if root.is_file():
+        return load_record(root)
     if not root.is_dir():
         raise ResultsError(f"results directory {root} does not exist{hint}")
     results = [load_result(p.parent) for p in sorted(root.rglob("summary.json"))]
@@ -224,3 +229,101 @@ def pick(results, problem: str, algorithm: str) -> Result | None:
     for other in found[1:]:
         print(f"note: {algorithm} on {problem}: using {found[0].path}, ignoring {other.path}", file=sys.stderr)
     return found[0]
+
+
+# ------------------------------------------------------------------------------------------ regret records
+
+RECORD_FORMAT = "sketchbo regret record 1"
+RECORD_POINTS = 100  # steps a record keeps per curve besides t = 1: T/100, 2T/100, ..., T
+
+
+class RecordedTraces(dict):
+    """The traces of a recorded result: none; asking for one is a ResultsError that says so."""
+
+    def __missing__(self, key):
+        raise ResultsError(f"a regret record keeps R_t and the per-seed summary only, not the trace {key!r}: "
+                           "this needs the result directories themselves")
+
+
+@dataclass
+class RecordedResult(Result):
+    """A result as a regret record keeps it (:func:`write_record`): its summary (without the config), the
+    cumulative regret of every seed at the recorded steps and one seed's execution time; no traces."""
+
+    t: np.ndarray | None = None  # (K,) the recorded steps, 1 and T among them
+    regret: np.ndarray | None = None  # (n_seeds, K) R_t per seed at the steps t
+
+
+def record_steps(T: int, points: int = RECORD_POINTS) -> np.ndarray:
+    """The steps a record keeps: 1 and ``points`` evenly spaced steps up to T (all of 1..T when T ≤ points)."""
+    spaced = np.linspace(0, T, points + 1)[1:].round().astype(np.int64)
+    return np.unique(np.concatenate([[1], np.maximum(spaced, 1)]))
+
+
+def record_entry(result: Result, exec_s_per_seed: float, points: int = RECORD_POINTS) -> dict:
+    """A result's entry in a regret record: what ``summary.json`` says of it, without the config; its
+    directories, the UTC date its last summary was written, one seed's execution time, and ``regret``, R_t
+    per seed at the steps ``t`` (:func:`record_steps`) to 6 significant digits (R_T itself is kept exactly in
+    ``cumulative_regret``)."""
+    regret = np.cumsum(np.asarray(result.traces["instant_regret"], dtype=np.float64), axis=1)
+    t = record_steps(result.T, points)
+    parts = result.parts or (result,)
+    written = max((Path(p.path) / "summary.json").stat().st_mtime for p in parts)
+    summary = {key: value for key, value in result.summary.items() if key not in ("config", "capacity_events")}
+    return {
+        **summary,
+        "paths": [str(p.path) for p in parts],
+        "written": np.datetime_as_string(np.datetime64(int(written), "s"), unit="s") + "Z",
+        "exec_s_per_seed": float(exec_s_per_seed),
+        "t": t.tolist(),
+        "regret": [[float(f"{v:.6g}") for v in row] for row in regret[:, t - 1]],
+    }
+
+
+def record_key(entry: dict) -> str:
+    """What identifies a job in a record: algorithm, problem, T and hyperparameters (not its seeds)."""
+    return json.dumps([entry["algorithm"], entry["problem"], entry["T"], entry.get("hyperparameters")],
+                      sort_keys=True, default=str)
+
+
+def read_record(path) -> list[dict]:
+    """The entries of the regret record ``path``; ResultsError when it is unreadable or not a record."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ResultsError(f"unreadable regret record {path} ({type(err).__name__}: {err})") from err
+    if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT or not isinstance(data.get("results"), list):
+        raise ResultsError(f"{path} is not a regret record (no \"format\": {RECORD_FORMAT!r} with \"results\")")
+    return data["results"]
+
+
+def write_record(path, entries: list[dict]) -> list[dict]:
+    """Add ``entries`` to the regret record ``path`` (created if absent), each replacing the entry of the same
+    job (:func:`record_key`) already there; written whole, atomically, one entry a line. Returns the record's
+    entries."""
+    path = Path(path)
+    new = {record_key(e): e for e in entries}
+    kept = [e for e in read_record(path) if record_key(e) not in new] if path.exists() else []
+    merged = sorted(kept + list(new.values()), key=lambda e: (e["problem"], e["algorithm"], record_key(e)))
+    lines = ",\n".join(json.dumps(tracking.to_jsonable(e), sort_keys=True) for e in merged)
+    tracking.atomic_write_text(path, f'{{"format": "{RECORD_FORMAT}", "results": [\n{lines}\n]}}\n')
+    return merged
+
+
+def load_record(path) -> list[RecordedResult]:
+    """The results of the regret record ``path``, for the figures and tables that need only R_t."""
+    out = []
+    for entry in read_record(path):
+        try:
+            t = np.asarray(entry["t"], dtype=np.int64)
+            regret = np.asarray(entry["regret"], dtype=np.float64)
+            summary = {key: value for key, value in entry.items() if key not in ("t", "regret")}
+            ok = regret.shape == (int(entry["n_seeds"]), t.size) and t[-1] == int(entry["T"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ResultsError(f"broken entry in regret record {path} ({type(err).__name__}: {err})") from err
+        if not ok:
+            raise ResultsError(f"broken entry in regret record {path}: {entry['algorithm']} on {entry['problem']} "
+                               f"has R_t of shape {regret.shape} for {entry['n_seeds']} seeds and steps up to {t[-1]}")
+        out.append(RecordedResult(Path(entry["paths"][0]), summary, RecordedTraces(), t=t, regret=regret))
+    return out

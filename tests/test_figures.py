@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-from sketchbo import plots, tracking
+from sketchbo import plots, results, tracking
 from sketchbo.cli import CONFIG_DIR, algorithm_configs, check_hyperparameters
 from sketchbo.gp import nystrom
 from sketchbo.kernels import get_kernel, kernel_params
@@ -235,6 +235,57 @@ def test_runs_of_one_config_on_disjoint_seeds_read_as_one_result(tmp_path, capsy
                            {**config, "seed": 2, "n_seeds": 1})
     (joined,) = plots.load_results(certified)
     assert [c["d_eff"] for c in joined.summary["certificates"]] == [1.0, 2.0, 3.0]
+
+
+class FakeGSSBO(Fake):
+    """Fake as a continuous-domain run: GSSBO with its subset rule on Hartmann6."""
+
+    algorithm, problem, hyperparameters = "gssbo", "hartmann6", {"selection": "pivoted", "M": 4}
+
+
+def test_a_regret_record_keeps_the_curves_and_summary_and_draws_fig2(tmp_path):
+    """scripts/record_regret.py: each result's R_t at the recorded steps equals the full curve's there (R_T
+    exactly), its summary and one seed's time are kept, a second recording replaces the same job and keeps the
+    others; Fig. 2 and the GSSBO table read the record as they read the result set."""
+    record_regret = load_module(SCRIPTS / "record_regret.py")
+    for name, fake in (("gssbo", FakeGSSBO), ("rssbo", type("R", (FakeGSSBO,), {"algorithm": "rssbo",
+                                                                                   "hyperparameters": {"M": 4}}))):
+        tracking.write_results(tmp_path / "runs" / name, fake(), {"seed_axis": "map"})
+    record = tmp_path / "record.json"
+    assert results.record_steps(1000).tolist() == [1, *range(10, 1001, 10)]
+    assert results.record_steps(5).tolist() == [1, 2, 3, 4, 5]
+    record_regret.main(["--results", str(tmp_path / "runs"), "--record", str(record), "--problem", "hartmann6"])
+    full = {r.algorithm: r for r in plots.load_results(tmp_path / "runs")}
+    kept = {r.algorithm: r for r in plots.load_results(record)}
+    assert sorted(kept) == ["gssbo", "rssbo"]
+    for algorithm, res in kept.items():
+        assert isinstance(res, plots.RecordedResult) and res.n_seeds == 2 and res.T == 5
+        np.testing.assert_array_equal(plots.steps(res), [1, 2, 3, 4, 5])
+        np.testing.assert_allclose(plots.cumulative_regret(res), plots.cumulative_regret(full[algorithm]))
+        np.testing.assert_allclose(plots.regret_ratio(res), plots.regret_ratio(full[algorithm]))
+        assert res.summary["cumulative_regret"] == [3.0, 2.0] and "config" not in res.summary
+        assert plots.run_time(res) == pytest.approx(plots.run_time(full[algorithm]))
+        assert plots.result_label(res) == plots.result_label(full[algorithm])
+    with pytest.raises(plots.ResultsError, match="not the trace 'batch_index'"):
+        plots.batch_size(kept["gssbo"])
+    # a re-run of GSSBO replaces its entry; RSSBO's stays
+    class Again(FakeGSSBO):
+        cumulative_regret = Fake.cumulative_regret * 2
+
+    tracking.write_results(tmp_path / "again" / "gssbo", Again(), {"seed_axis": "map"})
+    record_regret.main(["--results", str(tmp_path / "again"), "--record", str(record)])
+    entries = results.read_record(record)
+    assert sorted((e["algorithm"], e["cumulative_regret"]) for e in entries) == [("gssbo", [6.0, 4.0]),
+                                                                                 ("rssbo", [3.0, 2.0])]
+    proc = run_script(SCRIPTS / "plot_gssbo_fig2.py", "--results", record, "--out", tmp_path / "fig")
+    assert proc.returncode == 0, proc.stderr
+    check_figure(tmp_path / "fig", "gssbo_fig2")
+    proc = run_script(SCRIPTS / "table_gssbo.py", "--results", record)
+    assert proc.returncode == 0 and "`gssbo (pivoted) M=4`" in proc.stdout, proc.stderr
+    (record.parent / "other.json").write_text('{"results": []}')
+    with pytest.raises(plots.ResultsError, match="is not a regret record"):
+        plots.load_results(record.parent / "other.json")
+    assert not list(tmp_path.glob(".*.tmp"))
 
 
 def test_panel_titles_state_the_seed_counts():

@@ -1,0 +1,43 @@
+"""Keep result sets' regret curves in a regret record: a small JSON file to commit beside a figure.
+
+Per result found (runs of one config on disjoint seeds read as one), the record keeps its ``summary.json``
+without the config, the UTC date it was written, one seed's execution time (``sketchbo.plots.run_time``) and
+R_t of every seed at 100 steps up to T (``sketchbo.results.write_record``). A job already in the record (same
+algorithm, problem, T and hyperparameters) is replaced, every other entry kept, so a figure whose jobs ran in
+several sessions is recorded as they finish. The plot and table scripts read a record where they read a result
+set, e.g. GSSBO's Fig. 2::
+
+    python scripts/record_regret.py --results results/paper/gssbo_fig2 --record experiments/gssbo_fig2_record.json
+    python scripts/plot_gssbo_fig2.py --results experiments/gssbo_fig2_record.json --out docs/figures
+    python scripts/table_gssbo.py --results experiments/gssbo_fig2_record.json
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from sketchbo import plots, results
+
+HINT = "run the figure's jobs first (scripts/reproduce.sh)"
+
+
+def main(argv=None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", required=True, type=Path, help="a result set (searched recursively)")
+    parser.add_argument("--record", required=True, type=Path, help="the regret record to write or add to")
+    parser.add_argument("--problem", nargs="+", default=None, help="record only these problems' results")
+    args = parser.parse_args(argv)
+    found = [r for r in plots.load_results(args.results, HINT) if args.problem is None or r.problem in args.problem]
+    if not found:
+        raise plots.ResultsError(f"no results of {args.problem} under {args.results}; {HINT}")
+    entries = [results.record_entry(r, plots.run_time(r)) for r in found]
+    merged = results.write_record(args.record, entries)
+    for e in entries:
+        print(f"recorded {e['algorithm']} on {e['problem']} (T = {e['T']}, seeds {plots.seed_span(e['seeds'])}, "
+              f"written {e['written']})")
+    print(f"{args.record}: {len(merged)} results")
+    return []
+
+
+if __name__ == "__main__":
+    plots.script_main(main, wrote=False)

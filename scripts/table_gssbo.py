@@ -6,6 +6,7 @@ time relative to GP-UCB's. Printed as a Markdown table (the tables of docs/repro
 
     python scripts/table_gssbo.py --results results/paper/gssbo_fig2
     python scripts/table_gssbo.py --results results/paper/gssbo_fig4 --also results/paper/gssbo_fig2 --json t.json
+    python scripts/table_gssbo.py --results experiments/gssbo_fig2_record.json --wide   # Fig. 2's table
 
 Per (problem, algorithm, GSSBO's Z) the result with the longest horizon and then the most seeds is used; runs of
 one config on disjoint seeds (``seed=0 n_seeds=3`` and ``seed=3 n_seeds=7``) count as one result
@@ -84,15 +85,49 @@ def markdown(table: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def cell(mean: float, sd: float) -> str:
+    """``mean ± sd`` as the docs write it: "240 ± 56", "250 ± 1.9", "(2.77 ± 0.15)e8" from 10^5 on."""
+    if abs(mean) >= 1e5:
+        exponent = int(np.floor(np.log10(abs(mean))))
+        return f"({mean / 10 ** exponent:.2f} ± {sd / 10 ** exponent:.2f})e{exponent}"
+    spread = f"{sd:.0f}" if sd >= 10 else f"{sd:.1f}" if sd >= 1 else f"{sd:.2g}"
+    return f"{plots.number(mean)} ± {spread}"
+
+
+def header(name: str) -> str:
+    """A wide table's column name: the algorithm's label, GSSBO's rule and setting after it (``gssbo (pivoted)
+    Z=2`` -> GSSBO (`pivoted`) Z=2)."""
+    algorithm, _, rest = name.partition(" ")
+    rule, _, setting = rest.partition(" ")
+    rule = f" (`{rule.strip('()')}`)" if rule else ""
+    return f"{plots.label(algorithm)}{rule}{' ' + setting if setting else ''}"
+
+
+def wide(table: list[dict]) -> str:
+    """The rows as one line per problem and one column per algorithm (R_T mean ± sd), in the rows' order; a
+    cell of fewer or more seeds than most says how many."""
+    names = list(dict.fromkeys(r["algorithm"] for r in table))
+    seeds = [r["seeds"] for r in table]
+    common = max(set(seeds), key=lambda n: (seeds.count(n), n))
+    cells = {(r["problem"], r["algorithm"]): cell(r["regret_mean"], r["regret_std"])
+             + ("" if r["seeds"] == common else f" ({r['seeds']} seeds)") for r in table}
+    lines = ["| problem | " + " | ".join(header(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
+    for problem in dict.fromkeys(r["problem"] for r in table):
+        lines.append(f"| {problem} | " + " | ".join(cells.get((problem, n), "–") for n in names) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", required=True, type=Path, help="a result set (searched recursively)")
     plots.add_also(parser)
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON to this file")
+    parser.add_argument("--wide", action="store_true",
+                        help="one line per problem, one column per algorithm (R_T mean ± sd), as in docs/reproductions.md")
     args = parser.parse_args(argv)
     results = plots.load_results(args.results, HINT) + plots.also_results(args, HINT)
     table = rows(results)
-    plots.print_table(table, markdown(table), args.json)
+    plots.print_table(table, wide(table) if args.wide else markdown(table), args.json)
     return table
 
 

@@ -635,6 +635,12 @@ def test_gssbo_table_gives_regret_and_time_relative_to_gp_ucb(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| hartmann6 | `gssbo (pivoted)` | 5 | 2 | 2.5 ± 0.5 | 0.50× | 0.3 | 10.0% | cpu:cpu float64 |" in out
     assert json.loads((tmp_path / "t.json").read_text()) == rows
+    table.main(["--results", str(tmp_path / "r"), "--wide"])
+    assert capsys.readouterr().out.splitlines() == [
+        "| problem | Standard GP-UCB | GSSBO (`pivoted`) | GSSBO (`pivoted`) Z=2 | RSSBO |", "|---|---|---|---|---|",
+        "| hartmann6 | 5 ± 1.0 | 2.5 ± 0.5 | 2.5 ± 0.5 | – |", "| powell50 | – | – | – | 2.5 ± 0.5 |"]
+    assert [table.cell(*v) for v in ((240.4, 56.2), (250.0, 1.94), (2.774e8, 1.46e7), (-3.0, 0.0))] == [
+        "240 ± 56", "250 ± 1.9", "(2.77 ± 0.15)e8", "-3 ± 0"]
     missing = run_script(SCRIPTS / "table_gssbo.py", "--results", tmp_path / "missing")
     assert missing.returncode == 2 and "table_gssbo.py: error:" in missing.stderr and "Traceback" not in missing.stderr
 

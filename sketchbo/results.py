@@ -264,7 +264,7 @@ def record_entry(result: Result, exec_s_per_seed: float, points: int = RECORD_PO
     """A result's entry in a regret record: what ``summary.json`` says of it, without the config; its
     directories, the UTC date its last summary was written, one seed's execution time, and ``regret``, R_t
     per seed at the steps ``t`` (:func:`record_steps`) to 6 significant digits (R_T itself is kept exactly in
-    ``cumulative_regret``)."""
+    ``cumulative_regret``). The directories are named relative to the working directory when below it."""
     regret = np.cumsum(np.asarray(result.traces["instant_regret"], dtype=np.float64), axis=1)
     t = record_steps(result.T, points)
     parts = result.parts or (result,)
@@ -272,12 +272,18 @@ def record_entry(result: Result, exec_s_per_seed: float, points: int = RECORD_PO
     summary = {key: value for key, value in result.summary.items() if key not in ("config", "capacity_events")}
     return {
         **summary,
-        "paths": [str(p.path) for p in parts],
+        "paths": [relative(p.path) for p in parts],
         "written": np.datetime_as_string(np.datetime64(int(written), "s"), unit="s") + "Z",
         "exec_s_per_seed": float(exec_s_per_seed),
         "t": t.tolist(),
         "regret": [[float(f"{v:.6g}") for v in row] for row in regret[:, t - 1]],
     }
+
+
+def relative(path) -> str:
+    """``path`` relative to the working directory when it lies below it (a record names no one's home)."""
+    path = Path(path).resolve()
+    return str(path.relative_to(Path.cwd().resolve())) if path.is_relative_to(Path.cwd().resolve()) else str(path)
 
 
 def record_key(entry: dict) -> str:

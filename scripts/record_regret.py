@@ -2,7 +2,7 @@
 
 Per result found (runs of one config on disjoint seeds read as one), the record keeps its ``summary.json``
 without the config, the UTC date it was written, one seed's execution time (``sketchbo.plots.run_time``) and
-R_t of every seed at 100 steps up to T (``sketchbo.results.write_record``). A job already in the record (same
+R_t of every seed at 101 steps (1 and every T/100-th) (``sketchbo.results.write_record``). A job already in the record (same
 algorithm, problem, T and hyperparameters) is replaced, every other entry kept, so a figure whose jobs ran in
 several sessions is recorded as they finish. The plot and table scripts read a record where they read a result
 set, e.g. GSSBO's Fig. 2::
@@ -30,7 +30,7 @@ def main(argv=None) -> list[dict]:
     found = [r for r in plots.load_results(args.results, HINT) if args.problem is None or r.problem in args.problem]
     if not found:
         raise plots.ResultsError(f"no results of {args.problem} under {args.results}; {HINT}")
-    entries = [results.record_entry(r, plots.run_time(r)) for r in found]
+    entries = [results.record_entry(r, plots.cumulative_regret(r), plots.run_time(r)) for r in found]
     merged = results.write_record(args.record, entries)
     for e in entries:
         print(f"recorded {e['algorithm']} on {e['problem']} (T = {e['T']}, seeds {plots.seed_span(e['seeds'])}, "

@@ -3,7 +3,7 @@
 Part of the experiment system (with ``plots``, ``tracking`` and ``jobs``): it reads what runs wrote
 (``summary.json`` and ``traces.npz`` of every result directory, docs/guide.md#outputs) and joins runs of one
 config on disjoint seeds into one result. A regret record (:func:`write_record`) is a small JSON file that keeps
-each result's summary and R_t at 100 steps, so that a figure of regret curves can be committed with the
+each result's summary and R_t at 101 steps, so that a figure of regret curves can be committed with the
 numbers it was drawn from and redrawn without the result directories.
 """
 from __future__ import annotations
@@ -260,12 +260,12 @@ def record_steps(T: int, points: int = RECORD_POINTS) -> np.ndarray:
     return np.unique(np.concatenate([[1], np.maximum(spaced, 1)]))
 
 
-def record_entry(result: Result, exec_s_per_seed: float, points: int = RECORD_POINTS) -> dict:
+def record_entry(result: Result, regret: np.ndarray, exec_s_per_seed: float, points: int = RECORD_POINTS) -> dict:
     """A result's entry in a regret record: what ``summary.json`` says of it, without the config; its
     directories, the UTC date its last summary was written, one seed's execution time, and ``regret``, R_t
-    per seed at the steps ``t`` (:func:`record_steps`) to 6 significant digits (R_T itself is kept exactly in
-    ``cumulative_regret``). The directories are named relative to the working directory when below it."""
-    regret = np.cumsum(np.asarray(result.traces["instant_regret"], dtype=np.float64), axis=1)
+    per seed, (n_seeds, T) (``plots.cumulative_regret``), kept at the steps ``t`` (:func:`record_steps`) to 6
+    significant digits (R_T itself is kept exactly in ``cumulative_regret``). The directories are named
+    relative to the working directory when below it."""
     t = record_steps(result.T, points)
     parts = result.parts or (result,)
     written = max((Path(p.path) / "summary.json").stat().st_mtime for p in parts)

@@ -32,6 +32,7 @@ from sketchbo.engine.files import (  # noqa: F401  (re-exported: the result file
     atomic_savez, atomic_write, atomic_write_json, atomic_write_text, differences, plain, remove_temporaries, to_jsonable,
     without_keys,
 )
+from sketchbo.engine.run import usable_cores
 
 TRACE_KEYS = ("query", "reward", "instant_regret", "batch_index", "dict_size")
 # Config keys that do not change a result: a stored result whose config differs only here is complete.
@@ -63,6 +64,9 @@ def summary_of(result, config: dict) -> dict:
     for key in ("seed_axis", "n_devices", "elements_per_device"):  # what the round times cover (plots.time_scale)
         if getattr(result, key, None) is not None:
             summary[key] = to_jsonable(getattr(result, key))
+    # A CPU run's rounding can depend on the cores it may use, not only on its devices: bit-for-bit repeats
+    # need the same count (docs/reliability.md#determinism).
+    summary["cpu_cores"] = usable_cores()
     if getattr(result, "certificates", None) is not None:  # finite-arm runs: the papers' bounds on this run
         summary["certificates"] = to_jsonable(result.certificates)
         for key in ("d_eff", "dict_bound", "batch_bound"):

@@ -370,6 +370,15 @@ def test_round_metrics_follow_the_traces():
     assert [r["batch_size"] for r in rows] == [3, 2] and np.isnan(rows[0]["regret_ratio"])
 
 
+def test_summary_records_the_cores_the_run_could_use(monkeypatch):
+    """A CPU run's rounding can depend on its usable cores (docs/reliability.md#determinism): the summary says
+    how many there were, from the process's affinity."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5}, raising=False)
+    assert tracking.summary_of(FakeResult(), CONFIG)["cpu_cores"] == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {1}, raising=False)
+    assert tracking.summary_of(FakeResult(), CONFIG)["cpu_cores"] == 1
+
+
 def test_wandb_disabled_logs_nothing_and_a_bad_mode_is_an_error(tmp_path):
     summary = tracking.summary_of(FakeResult(), CONFIG)
     assert tracking.log_wandb(summary, FakeResult.traces, {"name": "wandb", "mode": "disabled"}, tmp_path) == []

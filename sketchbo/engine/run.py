@@ -37,6 +37,11 @@ def enable_x64() -> None:
     jax.config.update("jax_enable_x64", True)
 
 
+def usable_cores() -> int:
+    """The number of CPU cores this process may run on (its affinity where the OS reports one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def use_cpu_cores(n: int | None = None) -> int:
     """Give JAX's CPU backend ``n`` devices (default: one per core this process may use), so that a run on the
     CPU shards its seeds over the cores, each core running its share one after another (``lax.map``), instead
@@ -59,7 +64,7 @@ def use_cpu_cores(n: int | None = None) -> int:
     if jax.config.jax_num_cpu_devices > 0:
         return int(jax.config.jax_num_cpu_devices)
     if n is None:
-        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        n = usable_cores()
     jax.config.update("jax_num_cpu_devices", n)
     return n
 
@@ -222,4 +227,5 @@ def run(algorithm: str, problem, *, T: int, n_seeds: int = 1, seed: int = 0, par
                     capacity=capacity, checkpoint=checkpoint, checkpoint_every=checkpoint_every)[0][1]
 
 
-__all__ = ["GRID_KEYS", "check_algorithm", "check_run", "enable_x64", "grid_points", "run", "run_grid", "use_cpu_cores"]
+__all__ = ["GRID_KEYS", "check_algorithm", "check_run", "enable_x64", "grid_points", "run", "run_grid", "usable_cores",
+           "use_cpu_cores"]

@@ -228,9 +228,16 @@ def regret_panels(axes, problems, results, methods) -> dict:
         for res in shown:
             handles[res.algorithm] = band(ax, steps(res), cumulative_regret(res), res.algorithm,
                                           result_label(res))
-        ax.set_title(f"{problem} ({seeds_note(shown)})", loc="left", fontsize=10)
+        ax.set_title(panel_title(problem, shown), loc="left", fontsize=10)
         ax.set_ylabel(r"cumulative regret $R_t$")
     return handles
+
+
+def panel_title(problem: str, shown) -> str:
+    """``problem`` with the :func:`seeds_note` of its panel's results; past 50 characters the exceptions go on a
+    second line, so that the title does not run into the next panel's."""
+    title = f"{problem} ({seeds_note(shown)})"
+    return title.replace("; ", ";\n", 1) if len(title) > 50 else title
 
 
 def seeds_note(shown) -> str:

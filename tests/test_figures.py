@@ -300,6 +300,11 @@ def test_panel_titles_state_the_seed_counts():
     tie = [res("std_gp_ucb", 1), res("mini_gp_ucb", 10)]
     assert plots.seeds_note(tie) == f"10 seeds; {plots.label('std_gp_ucb')} 1"
     assert plots.seeds_note([]) == "no runs"
+    assert plots.panel_title("hartmann6", [res("gssbo", 10)]) == "hartmann6 (10 seeds)"
+    many = [res("std_gp_ucb", 3), res("vecchia_bo", 3), res("mini_gp_ucb", 3)] + [
+        res(a, 10) for a in ("gssbo", "rssbo", "ipa", "sparse_gp")]
+    title = plots.panel_title("eggholder2", many)
+    assert title.split("\n") == ["eggholder2 (10 seeds;", plots.seeds_note(many).split("; ")[1] + ")"], title
 
 
 def test_regret_rows_titles_state_the_seed_counts_of_the_curves_drawn(tmp_path):

@@ -4,8 +4,8 @@ Every run directory gets
 
 * ``config.yaml``: the resolved config (YAML text from the CLI);
 * ``summary.json``: per-seed end-of-run metrics (cumulative regret at T on the noiseless f, the
-  ratio R_T / R_T^unif, batches, batch and dictionary sizes), timings, device, dtype, the
-  resolved config and the runner's capacity events;
+  ratio R_T / R_T^unif, batches, batch and dictionary sizes), timings, device, dtype, the CPU cores
+  the process could use (``cpu_cores``), the resolved config and the runner's capacity events;
 * ``traces.npz``: per-seed, per-step arrays ``query``, ``reward``, ``instant_regret``,
   ``batch_index``, ``dict_size`` of shape (n_seeds, T), and ``round_time_s`` (one entry per round);
   continuous-domain runs add ``x`` (n_seeds, T, d), the queried points.

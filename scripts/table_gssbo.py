@@ -1,12 +1,13 @@
 """The regret and time table of GSSBO's figures (Wei et al. 2025, §6.1, Figs. 2-3) from result sets on disk.
 
 One row per (problem, algorithm) found: seeds, cumulative regret R_N (mean ± std over seeds), R_N relative to
-Standard GP-UCB's, execution time of one seed (compilation excluded: ``sketchbo.plots.run_time``) and that
-time relative to GP-UCB's. Printed as a Markdown table (the tables of docs/reproductions.md are this output)::
+Standard GP-UCB's, R_N / R_N^unif (uniform random search's regret is 1; mean, lowest and highest seed), execution
+time of one seed (compilation excluded: ``sketchbo.plots.run_time``) and that time relative to GP-UCB's. Printed as a Markdown table (the tables of docs/reproductions.md are this output)::
 
     python scripts/table_gssbo.py --results results/paper/gssbo_fig2
     python scripts/table_gssbo.py --results results/paper/gssbo_fig4 --also results/paper/gssbo_fig2 --json t.json
     python scripts/table_gssbo.py --results experiments/gssbo_fig2_record.json --wide   # Fig. 2's table
+    python scripts/table_gssbo.py --results experiments/gssbo_fig2_record.json --wide --ratio   # its R_T/R_unif
 
 Per (problem, algorithm, GSSBO's Z) the result with the longest horizon and then the most seeds is used; runs of
 one config on disjoint seeds (``seed=0 n_seeds=3`` and ``seed=3 n_seeds=7``) count as one result
@@ -61,11 +62,14 @@ def rows(results) -> list[dict]:
         for name in names:
             res = chosen[problem, name]
             final = plots.cumulative_regret(res)[:, -1]
+            ratio = np.asarray(res.summary["regret_ratio"], dtype=np.float64)
             seconds = plots.run_time(res)
             out.append({
                 "problem": problem, "algorithm": name, "T": res.T, "seeds": res.n_seeds,
                 "regret_mean": float(np.mean(final)), "regret_std": float(np.std(final)),
                 "regret_vs_gp_ucb": float(np.mean(final)) / ref_regret if ref_regret else None,
+                "ratio_mean": float(np.mean(ratio)), "ratio_min": float(np.min(ratio)),
+                "ratio_max": float(np.max(ratio)),
                 "exec_s_per_seed": seconds, "time_vs_gp_ucb": seconds / ref_time if ref_time else None,
                 "device": res.summary.get("device", ""), "dtype": res.summary.get("dtype", ""),
                 "path": " + ".join(str(part.path) for part in res.parts or (res,)),
@@ -103,13 +107,20 @@ def header(name: str) -> str:
     return f"{plots.label(algorithm)}{rule}{' ' + setting if setting else ''}"
 
 
-def wide(table: list[dict]) -> str:
-    """The rows as one line per problem and one column per algorithm (R_T mean ± sd), in the rows' order; a
-    cell of fewer or more seeds than most says how many."""
+def ratio_cell(row: dict) -> str:
+    """R_T / R_T^unif as the docs write it, to 3 significant digits: the mean over the seeds, then the lowest and
+    highest seed ("0.0612 (0.0481–0.118)")."""
+    return f"{row['ratio_mean']:#.3g} ({row['ratio_min']:#.3g}–{row['ratio_max']:#.3g})"
+
+
+def wide(table: list[dict], ratio: bool = False) -> str:
+    """The rows as one line per problem and one column per algorithm, in the rows' order: R_T mean ± sd, or
+    with ``ratio`` R_T / R_T^unif (mean, lowest–highest seed); a cell of fewer or more seeds than most says how
+    many."""
     names = list(dict.fromkeys(r["algorithm"] for r in table))
     seeds = [r["seeds"] for r in table]
     common = max(set(seeds), key=lambda n: (seeds.count(n), n))
-    cells = {(r["problem"], r["algorithm"]): cell(r["regret_mean"], r["regret_std"])
+    cells = {(r["problem"], r["algorithm"]): (ratio_cell(r) if ratio else cell(r["regret_mean"], r["regret_std"]))
              + ("" if r["seeds"] == common else f" ({r['seeds']} seeds)") for r in table}
     lines = ["| problem | " + " | ".join(header(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
     for problem in dict.fromkeys(r["problem"] for r in table):
@@ -123,11 +134,16 @@ def main(argv=None) -> list[dict]:
     plots.add_also(parser)
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON to this file")
     parser.add_argument("--wide", action="store_true",
-                        help="one line per problem, one column per algorithm (R_T mean ± sd), as in docs/reproductions.md")
+                        help="one line per problem, one column per algorithm (R_T mean ± sd), "
+                        "as in docs/reproductions.md")
+    parser.add_argument("--ratio", action="store_true",
+                        help="with --wide: R_T / R_T^unif per cell (mean over the seeds, lowest–highest seed)")
     args = parser.parse_args(argv)
+    if args.ratio and not args.wide:
+        parser.error("--ratio is a form of the wide table: pass --wide --ratio")
     results = plots.load_results(args.results, HINT) + plots.also_results(args, HINT)
     table = rows(results)
-    plots.print_table(table, wide(table) if args.wide else markdown(table), args.json)
+    plots.print_table(table, wide(table, args.ratio) if args.wide else markdown(table), args.json)
     return table
 
 

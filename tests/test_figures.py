@@ -644,6 +644,13 @@ def test_gssbo_table_gives_regret_and_time_relative_to_gp_ucb(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines() == [
         "| problem | Standard GP-UCB | GSSBO (`pivoted`) | GSSBO (`pivoted`) Z=2 | RSSBO |", "|---|---|---|---|---|",
         "| hartmann6 | 5 ± 1.0 | 2.5 ± 0.5 | 2.5 ± 0.5 | – |", "| powell50 | – | – | – | 2.5 ± 0.5 |"]
+    # Fake's R_T / R_T^unif per seed are 1.2 and 0.8 (GP-UCB's too: its summary is Fake's)
+    assert gssbo["ratio_mean"] == pytest.approx(1.0) and (gssbo["ratio_min"], gssbo["ratio_max"]) == pytest.approx((0.8, 1.2))
+    table.main(["--results", str(tmp_path / "r"), "--wide", "--ratio"])
+    assert capsys.readouterr().out.splitlines()[2] == (
+        "| hartmann6 | 1.00 (0.800–1.20) | 1.00 (0.800–1.20) | 1.00 (0.800–1.20) | – |")
+    lone = run_script(SCRIPTS / "table_gssbo.py", "--results", tmp_path / "r", "--ratio")
+    assert lone.returncode == 2 and "pass --wide --ratio" in lone.stderr
     assert [table.cell(*v) for v in ((240.4, 56.2), (250.0, 1.94), (2.774e8, 1.46e7), (-3.0, 0.0))] == [
         "240 ± 56", "250 ± 1.9", "(2.77 ± 0.15)e8", "-3 ± 0"]
     missing = run_script(SCRIPTS / "table_gssbo.py", "--results", tmp_path / "missing")

@@ -1,8 +1,10 @@
 """The regret and time table of GSSBO's figures (Wei et al. 2025, §6.1, Figs. 2-3) from result sets on disk.
 
 One row per (problem, algorithm) found: seeds, cumulative regret R_N (mean ± std over seeds), R_N relative to
-Standard GP-UCB's, R_N / R_N^unif (uniform random search's regret is 1; mean, lowest and highest seed), execution
-time of one seed (compilation excluded: ``sketchbo.plots.run_time``) and that time relative to GP-UCB's. Printed as a Markdown table (the tables of docs/reproductions.md are this output)::
+Standard GP-UCB's, execution time of one seed (compilation excluded: ``sketchbo.plots.run_time``) and that
+time relative to GP-UCB's; the rows (``--json``) also hold R_N / R_N^unif (uniform random search's regret is 1:
+mean, lowest and highest seed), which ``--wide --ratio`` prints. Printed as a Markdown table (the tables of
+docs/reproductions.md are this output)::
 
     python scripts/table_gssbo.py --results results/paper/gssbo_fig2
     python scripts/table_gssbo.py --results results/paper/gssbo_fig4 --also results/paper/gssbo_fig2 --json t.json

@@ -41,7 +41,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from sketchbo import tracking  # noqa: E402
+from sketchbo.cli import tracking  # noqa: E402
 from sketchbo.gp import exact, nystrom  # noqa: E402
 from sketchbo.kernels import get_kernel, kernel_params  # noqa: E402
 from sketchbo.linalg import psd_inv_sqrt  # noqa: E402

@@ -34,8 +34,9 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from sketchbo import tracking  # noqa: E402
-from sketchbo.algorithms.common import Params, beta_bkb  # noqa: E402
+from sketchbo.cli import tracking  # noqa: E402
+from sketchbo.algorithms.common import beta_bkb  # noqa: E402
+from sketchbo.algorithms.sparse_ucb import SparseUCBParams  # noqa: E402
 from sketchbo.gp import nystrom, rls, sparse_bounds  # noqa: E402
 from sketchbo.kernels import get_kernel, kernel_params  # noqa: E402
 
@@ -85,7 +86,7 @@ def trial(key, arms, kparams, deltas, n_obs, n_centers, lam, C_k, qbar, u_max):
     lam_max = sparse_bounds.lambda_max(KERNEL, kparams, arms, sparse.post.W, sample.idx, sample.mask, p_idx,
                                        p_mask, counts)
     log_inv = -jnp.log(deltas)  # (n_deltas,)
-    params = Params(lam=lam, qbar=qbar, C=1.0, F=C_k, delta=deltas, xi=tau, eps=0.0, kernel=kparams)
+    params = SparseUCBParams(lam=lam, qbar=qbar, C=1.0, F=C_k, delta=deltas, xi=tau, kernel=kparams)
     b_exact = sparse_bounds.beta_exact(tau, C_k, tau, log_inv)
     b_bkb = beta_bkb("code", params, n_obs, jnp.sum(counts * sparse.post.var), 1.0)  # lam-scaled units
     b_vak = sparse_bounds.beta(lam_max, tau, C_k, tau, log_inv)

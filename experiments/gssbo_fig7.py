@@ -28,7 +28,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from sketchbo import tracking  # noqa: E402
+from sketchbo.cli import tracking  # noqa: E402
 import sketchbo as sb  # noqa: E402
 from sketchbo.algorithms import BO_ALGORITHMS  # noqa: E402
 from sketchbo.gp import hyper, subset  # noqa: E402

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 import sketchbo as sb
-from sketchbo import tracking
+from sketchbo.cli import tracking
 
 SYNTHETIC = ["eggholder2", "hartmann6", "levy20", "powell50", "rastrigin100"]  # the box benchmarks with known f*
 BASE = {"gp_core": "protocol"}  # every variant starts from the paper protocol's core and changes what it names

@@ -55,8 +55,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sketchbo import plots
-from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build
+from sketchbo.cli import plots
+from sketchbo.algorithms import ALGORITHMS, ArmSet, Static, build
+from sketchbo.algorithms.sparse_ucb import SparseUCBParams
 from sketchbo.kernels import kernel_params
 from sketchbo.problems import Problem, make_problem
 from sketchbo.problems.synthetic import rbf_gram, standardise
@@ -413,9 +414,9 @@ def step_cost(problem: Problem, m: int, n_steps: int, repeats: int) -> dict:
     A, d = problem.arms.shape
     spec = dict(problem.kernel)
     kname = spec.pop("name")
-    params = Params(lam=jnp.asarray(0.2), qbar=jnp.asarray(1e9), C=jnp.asarray(1e9), F=jnp.asarray(20.0),
-                    delta=jnp.asarray(1e-4), xi=jnp.asarray(0.2 ** 0.5), eps=jnp.asarray(0.0),
-                    kernel=kernel_params(kname, d, jnp.float64, **spec))
+    params = SparseUCBParams(lam=jnp.asarray(0.2), qbar=jnp.asarray(1e9), C=jnp.asarray(1e9), F=jnp.asarray(20.0),
+                             delta=jnp.asarray(1e-4), xi=jnp.asarray(0.2 ** 0.5),
+                             kernel=kernel_params(kname, d, jnp.float64, **spec))
     static = Static(A=A, d=d, T=10_000, m_max=m, u_max=m, kernel=kname, beta_family="bbkb", beta_mode="code",
                     resample="code", batch_rule="bbkb_global")
     alg = build(ALGORITHMS["bbkb"], static)
@@ -423,7 +424,7 @@ def step_cost(problem: Problem, m: int, n_steps: int, repeats: int) -> dict:
     state = alg.init(jax.random.key(0), ArmSet(jnp.asarray(problem.arms)), params)
     state = state._replace(counts=state.counts.at[q].add(1.0), ysum=state.ysum.at[q].add(jnp.asarray(problem.f)[q]),
                            t=jnp.asarray(m, jnp.int32))
-    resparsify = jax.jit(alg.resparsify)
+    resparsify = jax.jit(alg.refit)
     s2, info = resparsify(jax.random.key(1), state, params)
 
     @jax.jit

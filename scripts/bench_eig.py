@@ -28,7 +28,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from bench import machine_info, median_time  # noqa: E402  (scripts/bench.py)
 
-from sketchbo import linalg, tracking  # noqa: E402
+from sketchbo import linalg  # noqa: E402
+from sketchbo.cli import tracking
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -39,7 +39,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
-from sketchbo import tracking  # noqa: E402
+from sketchbo.cli import tracking  # noqa: E402
 import sketchbo as sb  # noqa: E402
 from sketchbo.algorithms import BO_ALGORITHMS  # noqa: E402
 from sketchbo.engine.result import seed_time_factor  # noqa: E402

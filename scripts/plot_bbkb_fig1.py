@@ -2,7 +2,7 @@
 
 One row per problem (Abalone, Cadata, then any other found), three panels: the cumulative regret R_t,
 the ratio R_t / R_t^unif (R_t^unif = t·(f* − mean f), the expected regret of uniform arm choice) and the
-wall time up to t (one seed, compilation excluded; log scale; see ``sketchbo.plots.cumulative_time``),
+wall time up to t (one seed, compilation excluded; log scale; see ``sketchbo.cli.plots.cumulative_time``),
 each as mean ± std over seeds for every algorithm found (BBKB, GlobalLocal-BBKB, BKB, GP-UCB, GP-BUCB,
 EpsGreedy). Curves end at each run's own horizon (the exact methods stop at T = 2000 at paper scale,
 as on the poster).
@@ -14,7 +14,7 @@ Reads only the ``summary.json`` / ``traces.npz`` files under ``--results`` (any 
 """
 from __future__ import annotations
 
-from sketchbo import plots
+from sketchbo.cli import plots
 
 NAME = "bbkb_fig1"
 HINT = "run `scripts/reproduce.sh quick --only bbkb_fig1` (or paper) first"

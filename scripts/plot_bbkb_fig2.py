@@ -12,7 +12,7 @@ Reads the same results as Fig. 1 (``experiments/bbkb_fig1.yaml``) and writes ``b
 """
 from __future__ import annotations
 
-from sketchbo import plots
+from sketchbo.cli import plots
 
 NAME = "bbkb_fig2"
 HINT = "run `scripts/reproduce.sh quick --only bbkb_fig2` (or paper) first"

@@ -19,7 +19,7 @@ import json
 
 import numpy as np
 
-from sketchbo import plots
+from sketchbo.cli import plots
 
 HINT = "run `python scripts/bench.py --out bench.json` (or --quick) first"
 WINDOWS = 20  # windows of the windowed cost per step

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sketchbo import plots
+from sketchbo.cli import plots
 
 NAME = "bkb_fig1"
 FILENAME = "bkb_fig1.npz"

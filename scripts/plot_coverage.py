@@ -13,7 +13,7 @@ the file) and writes ``coverage.png`` and ``coverage.pdf``::
 """
 from __future__ import annotations
 
-from sketchbo import plots
+from sketchbo.cli import plots
 
 NAME = "coverage"
 FILENAME = "coverage.npz"

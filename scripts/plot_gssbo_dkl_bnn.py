@@ -12,7 +12,7 @@ GP-UCB's and GSSBO's runs), and writes ``gssbo_dkl_bnn.png`` and ``.pdf``::
 """
 from __future__ import annotations
 
-from sketchbo import plots
+from sketchbo.cli import plots
 
 NAME = "gssbo_dkl_bnn"
 HINT = "run `scripts/reproduce.sh quick --only gssbo_dkl_bnn` (or paper) first"

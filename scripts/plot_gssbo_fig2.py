@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from sketchbo import plots
+from sketchbo.cli import plots
 
 NAME = "gssbo_fig2"
 HINT = "run `scripts/reproduce.sh quick --only gssbo_fig2` (or paper) first"

@@ -1,6 +1,6 @@
 """GSSBO Fig. 3: cumulative wall time against t (one seed, compilation excluded) on each problem found.
 
-Mean ± std over seeds of the time spent up to step t (``sketchbo.plots.cumulative_time``: the job's round
+Mean ± std over seeds of the time spent up to step t (``sketchbo.cli.plots.cumulative_time``: the job's round
 times, divided by the number of seeds when they ran one after another). The paper reports GSSBO's total
 at t = 1000 near 10% of Standard GP-UCB's on Hartmann6 and Powell50; each panel's title gives the seed
 counts (as Fig. 2's panels do) and our ratio of the totals. Reads the Fig. 2 runs
@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from sketchbo import plots
+from sketchbo.cli import plots
 
 NAME = "gssbo_fig3"
 HINT = "run `scripts/reproduce.sh quick --only gssbo_fig3` (or paper) first"

@@ -15,7 +15,7 @@ result sets is drawn once, from ``--results`` first.
 """
 from __future__ import annotations
 
-from sketchbo import plots
+from sketchbo.cli import plots
 
 NAME = "gssbo_fig4"
 HINT = "run `scripts/reproduce.sh quick --only gssbo_fig4` (or paper) first"

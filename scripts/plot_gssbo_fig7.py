@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sketchbo import plots
+from sketchbo.cli import plots
 from sketchbo.problems.continuous import HARTMANN6_XOPT
 
 NAME = "gssbo_fig7"

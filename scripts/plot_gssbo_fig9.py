@@ -12,7 +12,7 @@ GSSBO's runs), and writes ``gssbo_fig9.png`` and ``.pdf``::
 """
 from __future__ import annotations
 
-from sketchbo import plots
+from sketchbo.cli import plots
 
 NAME = "gssbo_fig9"
 HINT = "run `scripts/reproduce.sh quick --only gssbo_fig9` (or paper) first"

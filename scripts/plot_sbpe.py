@@ -12,7 +12,7 @@ writes them) and writes ``sbpe.png`` and ``sbpe.pdf``::
 """
 from __future__ import annotations
 
-from sketchbo import plots
+from sketchbo.cli import plots
 
 NAME = "sbpe"
 HINT = "run `scripts/reproduce.sh quick --only sbpe` (or paper) first"

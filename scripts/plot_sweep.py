@@ -4,7 +4,7 @@ One-at-a-time sweeps around a reference point (default the protocol's q̄ = 2, C
 docs/protocols.md#finite-arm-protocol): the q̄ column shows the runs whose C̃ and λ equal the reference, and so on.
 Two rows
 per problem: R_T / R_T^unif (mean ± std over seeds) and the wall time of one seed's run (compilation
-excluded; see ``sketchbo.plots.run_time``). Values are read from each run's resolved hyperparameters
+excluded; see ``sketchbo.cli.plots.run_time``). Values are read from each run's resolved hyperparameters
 in ``summary.json``; when a problem has runs of several horizons, the longest is used.
 
 Reads only the ``summary.json`` / ``traces.npz`` files under ``--results`` (the experiment
@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from sketchbo import plots
+from sketchbo.cli import plots
 
 PARAMS = {"qbar": r"$\bar q$", "C": r"$\tilde C$", "lam": r"$\lambda$"}
 REFERENCE = {"qbar": 2.0, "C": 2.0, "lam": 0.2}  # docs/protocols.md#finite-arm-protocol

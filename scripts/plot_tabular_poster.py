@@ -3,7 +3,7 @@
 One row per problem found (NAS-Bench-201 cifar10 and one HPOLib FCNet table in
 ``experiments/tabular_poster.yaml``), two panels: the ratio R_t / R_t^unif (R_t^unif = t·(f* − mean f),
 the expected regret of uniform arm choice; y axis clipped at 1.5) and the cumulative wall time up to t
-(one seed, compilation excluded, log scale; see ``sketchbo.plots.cumulative_time``), each as mean ± std
+(one seed, compilation excluded, log scale; see ``sketchbo.cli.plots.cumulative_time``), each as mean ± std
 over seeds for every algorithm found (BBKB, GlobalLocal-BBKB, BKB, GP-UCB, GP-BUCB, EpsGreedy). Each
 row's title gives the number of arms, the horizons and seeds of its runs and exact GP-UCB's time over BBKB's
 up to the smaller of their horizons; the figure's title names the machine (the
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sketchbo import plots, tracking
+from sketchbo.cli import plots, tracking
 
 NAME = "tabular_poster"
 HINT = "run `scripts/reproduce.sh quick --only tabular_poster` (or paper) first"

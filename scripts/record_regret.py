@@ -1,8 +1,8 @@
 """Keep result sets' regret curves in a regret record: a small JSON file to commit beside a figure.
 
 Per result found (runs of one config on disjoint seeds read as one), the record keeps its ``summary.json``
-without the config, the UTC date it was written, one seed's execution time (``sketchbo.plots.run_time``) and
-R_t of every seed at 101 steps (1 and every T/100-th) (``sketchbo.results.write_record``). A job already in the record (same
+without the config, the UTC date it was written, one seed's execution time (``sketchbo.cli.plots.run_time``) and
+R_t of every seed at 101 steps (1 and every T/100-th) (``sketchbo.cli.results.write_record``). A job already in the record (same
 algorithm, problem, T and hyperparameters) is replaced, every other entry kept, so a figure whose jobs ran in
 several sessions is recorded as they finish. The plot and table scripts read a record where they read a result
 set, e.g. GSSBO's Fig. 2::
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sketchbo import plots, results
+from sketchbo.cli import plots, results
 
 HINT = "run the figure's jobs first (scripts/reproduce.sh)"
 

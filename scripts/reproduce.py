@@ -28,7 +28,7 @@ process. Before running anything, every job's directory is checked for the compl
 resolved config (``tracking.load_complete``, as ``sketchbo-run`` does); complete jobs are skipped
 (``skipping: complete results in <dir>``) without starting a process, so re-running the same command
 continues where it stopped. A job killed half-way resumes from its checkpoint (``<job dir>/checkpoint.npz``,
-written every ``checkpoint_every`` rounds, ``configs/config.yaml``); the progress line says so. Script
+written every ``checkpoint_every`` rounds, ``sketchbo/cli/configs/config.yaml``); the progress line says so. Script
 entries always run (each script skips its own complete output). ``--sweeps`` runs one ``sketchbo-run -m``
 per entry instead (the previous behaviour; for the ``parallel`` and ``slurm`` launchers, which run a sweep's
 jobs at once).
@@ -58,7 +58,7 @@ are underestimated when T differs between the timed and the estimated job.
 Machines without Hydra (the accelerators). ``--export FILE`` writes the pending ``sketchbo`` jobs, with their
 resolved configs and their directories relative to the results root, instead of running them;
 ``scripts/run_jobs.py FILE --results <root>`` runs them there with the code ``sketchbo-run`` runs after
-composition (``sketchbo.jobs``). Copied back into the results root, they count as complete here.
+composition (``sketchbo.cli.jobs``). Copied back into the results root, they count as complete here.
 
 Extra ``key=value`` arguments are passed to every ``sketchbo-run`` command (e.g. ``progress=false``, a
 launcher); ``problem.*`` keys cannot be (the sweeps over problems are composed from the default problem
@@ -85,7 +85,7 @@ from hydra.errors import HydraException
 
 REPO = Path(__file__).resolve().parent.parent
 EXPERIMENTS = REPO / "experiments"
-CONFIGS = REPO / "configs"
+CONFIGS = REPO / "sketchbo" / "cli" / "configs"
 SCALES = ("quick", "paper")
 RUN_KINDS = ("sketchbo", "script")
 LABEL_KEYS = ("problem", "algorithm")  # named first in a job's label, by value
@@ -225,7 +225,8 @@ def sketchbo_import():
     """The CLI helpers (imported on first use: they load JAX)."""
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
-    from sketchbo import cli, tracking
+    from sketchbo.cli import app as cli
+    from sketchbo.cli import tracking
 
     return cli, tracking
 
@@ -404,7 +405,7 @@ def covering(directory: Path, config: dict) -> list[tuple[Path, dict]] | None:
         if summary is not None:
             slices.append((seed, count, path.parent, summary))
     sketchbo_import()
-    from sketchbo.plots import seed_chain
+    from sketchbo.cli.plots import seed_chain
 
     chain = seed_chain(slices, first, until=first + n)
     if not chain or chain[-1][0] + chain[-1][1] < first + n:
@@ -415,7 +416,7 @@ def covering(directory: Path, config: dict) -> list[tuple[Path, dict]] | None:
 def complete_summary(directory: Path, config: dict) -> dict | None:
     """The summary of the complete result of ``config`` in ``directory`` (as ``sketchbo-run`` checks it), or None."""
     sketchbo_import()
-    from sketchbo.jobs import stored_result
+    from sketchbo.cli.jobs import stored_result
 
     return stored_result(directory, config)[0]
 

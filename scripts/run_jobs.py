@@ -3,7 +3,7 @@
 The accelerator machines have JAX, optax and chex but not Hydra, so ``sketchbo-run`` cannot start there.
 ``reproduce.py --export FILE`` composes the pending jobs of the selected figures here (their resolved
 configs, result directories relative to the results root and ``config.yaml`` texts); this script runs each
-with ``sketchbo.jobs.run_job``, the code ``sketchbo-run`` runs after composition, and writes the same files.
+with ``sketchbo.cli.jobs.run_job``, the code ``sketchbo-run`` runs after composition, and writes the same files.
 Copied into the results root here, they are complete results for ``reproduce.py`` and the plot scripts::
 
     python scripts/reproduce.py paper --only gssbo_fig2 --seeds 50 --export .device/jobs.json problem=hartmann6
@@ -66,7 +66,7 @@ def load_jobs(path: Path) -> list[dict]:
 
 
 def _temporary(name: str) -> bool:
-    """An atomic write's temporary (``.<name>.<random>.tmp``, sketchbo.tracking), incomplete by definition."""
+    """An atomic write's temporary (``.<name>.<random>.tmp``, sketchbo.cli.tracking), incomplete by definition."""
     return name.startswith(".") and name.endswith(".tmp")
 
 
@@ -160,7 +160,7 @@ def main(argv=None) -> int:
 
     if jobs and jobs[0]["config"].get("dtype") == "float64":
         jax.config.update("jax_enable_x64", True)
-    from sketchbo import jobs as job_runner
+    from sketchbo.cli import jobs as job_runner
     from sketchbo.engine.program import enable_compilation_cache
 
     cache = next((job["config"].get("compile_cache") for job in jobs if job["config"].get("compile_cache")), None)

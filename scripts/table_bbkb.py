@@ -1,7 +1,7 @@
 """The table of BBKB's Fig. 1-2 runs (Calandriello et al., ICML 2020) from a result set on disk.
 
 One row per (problem, algorithm) found: horizon, seeds, cumulative regret R_T and R_T / R_T^unif (mean ± sd
-over seeds), execution time of one seed (compilation excluded: ``sketchbo.plots.run_time``), number of
+over seeds), execution time of one seed (compilation excluded: ``sketchbo.cli.plots.run_time``), number of
 batches, largest batch and largest dictionary (mean over seeds, and the largest seed's), and, where the run
 stored its theory certificates (``sketchbo.certificates``), d_eff(λ, X_T) and the smallest ``dict_bound`` /
 ``batch_bound`` over seeds. The paper's column holds what the BBKB text states for that cell (its Fig. 2:
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sketchbo import plots
+from sketchbo.cli import plots
 
 HINT = "run `scripts/reproduce.sh paper --only bbkb_fig1` (or quick) first"
 PAPER_LARGEST_BATCH = {("abalone", "bbkb"): 3700, ("cadata", "bbkb"): 3900}  # BBKB text, Fig. 2: "about"

@@ -1,7 +1,7 @@
 """The regret and time table of GSSBO's figures (Wei et al. 2025, §6.1, Figs. 2-3) from result sets on disk.
 
 One row per (problem, algorithm) found: seeds, cumulative regret R_N (mean ± std over seeds), R_N relative to
-Standard GP-UCB's, execution time of one seed (compilation excluded: ``sketchbo.plots.run_time``) and that
+Standard GP-UCB's, execution time of one seed (compilation excluded: ``sketchbo.cli.plots.run_time``) and that
 time relative to GP-UCB's; the rows (``--json``) also hold R_N / R_N^unif (uniform random search's regret is 1:
 mean, lowest and highest seed), which ``--wide --ratio`` prints. Printed as a Markdown table (the tables of
 docs/reproductions.md are this output)::
@@ -13,7 +13,7 @@ docs/reproductions.md are this output)::
 
 Per (problem, algorithm, GSSBO's Z) the result with the longest horizon and then the most seeds is used; runs of
 one config on disjoint seeds (``seed=0 n_seeds=3`` and ``seed=3 n_seeds=7``) count as one result
-(``sketchbo.plots.join_seed_slices``), whose ``path`` names its directories joined by `` + ``.
+(``sketchbo.cli.plots.join_seed_slices``), whose ``path`` names its directories joined by `` + ``.
 GP-UCB's ratios are left empty on problems without a GP-UCB run. Times compare only within one machine and
 load: each row states the device its run recorded.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sketchbo import plots
+from sketchbo.cli import plots
 
 HINT = "run `scripts/reproduce.sh paper --only gssbo_fig2` (or quick) first"
 REFERENCE = "std_gp_ucb"

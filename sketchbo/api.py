@@ -32,8 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS, REGISTRY
-from sketchbo.domains import box, finite
+from sketchbo.algorithms import domain_names, get_spec
+from sketchbo.spec import AlgorithmSpec, Setting
 from sketchbo.engine import files
 from sketchbo.engine.asktell import BoxConfig, BoxSession, FiniteConfig, FiniteSession
 from sketchbo.engine.run import enable_x64
@@ -82,47 +82,48 @@ def _kernel_spec(kernel: dict | None, arms: np.ndarray) -> dict:
     return spec
 
 
-def _algorithm(algorithm, space) -> str:
+def _algorithm(algorithm, space) -> AlgorithmSpec:
+    """The spec of ``algorithm`` for the space's domain (the registry's default where None)."""
     on_box = isinstance(space, Box)
     if algorithm is None:
-        return "gssbo" if on_box else "bbkb"
-    if not isinstance(algorithm, str) or algorithm not in REGISTRY:
-        raise ValueError(f"algorithm={algorithm!r} is not a known algorithm; choose one of {sorted(REGISTRY)}")
-    if on_box and algorithm not in BO_ALGORITHMS:
-        raise invalid_value("algorithm", algorithm, f"it runs on a finite candidate set: pass an (A, d) array of "
-                            f"candidates, or on a Box choose one of {sorted(BO_ALGORITHMS)}")
-    if not on_box and algorithm not in ALGORITHMS:
-        raise invalid_value("algorithm", algorithm, f"it optimises over a box: pass a sketchbo.Box(lower, upper), "
-                            f"or on a candidate set choose one of {sorted(ALGORITHMS)}")
-    return algorithm
+        algorithm = "gssbo" if on_box else "bbkb"
+    spec = get_spec(algorithm)
+    if on_box and spec.domain != "box":
+        raise invalid_value("algorithm", spec.name, f"it runs on a finite candidate set: pass an (A, d) array of "
+                            f"candidates, or on a Box choose one of {domain_names('box')}")
+    if not on_box and spec.domain != "arms":
+        raise invalid_value("algorithm", spec.name, f"it optimises over a box: pass a sketchbo.Box(lower, upper), "
+                            f"or on a candidate set choose one of {domain_names('arms')}")
+    return spec
 
 
 def _session(space, algorithm, params, kernel, seed, horizon, dtype, noise_std):
     """The validated session (ValueError naming the argument; nothing compiled before every check passed)."""
-    algorithm = _algorithm(algorithm, space)
+    spec = _algorithm(algorithm, space)
     horizon, seed = check_int("horizon", horizon, 1), check_int("seed", seed, 0)
     if not isinstance(dtype, str) or dtype not in ("float64", "float32"):
         raise invalid_value("dtype", dtype, "choose 'float64' or 'float32'")
     if isinstance(space, Box):
         for name, value in (("kernel", kernel), ("noise_std", noise_std)):
             if value is not None:
-                raise invalid_value(name, value, f"{algorithm!r} fits its own kernel and noise; leave {name} at None")
-        hyper = box.resolve_hyperparameters(algorithm, params, horizon)
-        cfg = BoxConfig(algorithm, hyper, seed, horizon, dtype, min(box.initial_capacity(horizon, hyper["n0"]), horizon))
+                raise invalid_value(name, value, f"{spec.name!r} fits its own kernel and noise; leave {name} at None")
+        hyper = spec.resolve(params, horizon)
+        caps = spec.first_capacities(hyper, Setting(horizon, space.d, None, None))
+        cfg = BoxConfig(spec.name, hyper, seed, horizon, dtype, caps.get("cap"))
         enable_x64()
-        return BoxSession(space, cfg)
+        return BoxSession(space, cfg, spec)
     arms = as_candidates(space)
-    hyper = finite.resolve_hyperparameters(algorithm, params, horizon)
+    hyper = spec.resolve(params, horizon)
     nstd = None if noise_std is None else check_float("noise_std", noise_std, lambda v: v >= 0,
                                                             "it must be a finite number >= 0, or None")
     kspec = _kernel_spec(kernel, arms)
     enable_x64()
-    spec = dict(kspec)
-    name = spec.pop("name", None)
-    kernel_params(name, arms.shape[1], jnp.float64, **spec)  # validates the name and the hyperparameters
-    caps = finite.initial_capacities(algorithm, hyper, arms.shape[0], horizon)  # the run's first capacities
-    cfg = FiniteConfig(algorithm, hyper, kspec, seed, horizon, dtype, nstd, caps["m_max"], caps["u_max"])
-    return FiniteSession(arms, cfg)
+    kparams = dict(kspec)
+    name = kparams.pop("name", None)
+    kernel_params(name, arms.shape[1], jnp.float64, **kparams)  # validates the name and the hyperparameters
+    caps = spec.first_capacities(hyper, Setting(horizon, arms.shape[1], arms.shape[0], name))  # a run's first ones
+    cfg = FiniteConfig(spec.name, hyper, kspec, seed, horizon, dtype, nstd, caps.get("m_max"), caps.get("u_max"))
+    return FiniteSession(arms, cfg, spec)
 
 
 def _checked_feedback(pending: _Pending | None, keys, rewards) -> tuple[np.ndarray, np.ndarray]:
@@ -165,13 +166,14 @@ class Optimizer:
 
     Args:
         space: an (A, d) array-like of candidate points, or a :class:`sketchbo.Box`.
-        algorithm: a name of ``sketchbo.ALGORITHMS`` of the space's domain; None: ``"bbkb"`` on candidates,
+        algorithm: an :class:`~sketchbo.spec.AlgorithmSpec` or a registered name (``sketchbo.ALGORITHMS``) of
+            the space's domain; None: ``"bbkb"`` on candidates,
             ``"gssbo"`` on a box.
         horizon: the planned number of evaluations T (delta defaults to 1/T, buffers hold T evaluations).
             On candidates asking beyond it works the same way (the buffers wrap around); a box optimiser asks
             at most ``horizon`` points.
         seed: the keys are ``jax.random.key(seed)``'s, as in ``sketchbo.run``.
-        params: the algorithm's hyperparameters (``ALGORITHMS[algorithm].defaults``).
+        params: the algorithm's hyperparameters (``spec.defaults`` names them).
         kernel: candidates only: e.g. ``{"name": "rbf", "sigma2": 0.5}``; default rbf with half the median
             squared distance between candidates (:func:`median_sigma2`).
         dtype: ``"float64"`` or ``"float32"``.
@@ -278,11 +280,13 @@ class Optimizer:
             raise ValueError(f"Optimizer.save({shown!r}): cannot write there ({err.strerror or err})") from None
 
     @classmethod
-    def load(cls, path) -> "Optimizer":
+    def load(cls, path, algorithm: AlgorithmSpec | None = None) -> "Optimizer":
         """Restore an optimiser written by :meth:`save`; it asks what the saved one would have asked.
 
         Args:
             path: a file written by :meth:`save`.
+            algorithm: the spec of an algorithm that is not registered (the saved optimiser's own, of the same
+                name); None: the registered algorithm of the saved name.
 
         Returns:
             The restored :class:`Optimizer`.
@@ -302,7 +306,7 @@ class Optimizer:
             if meta.get("format") != FORMAT:
                 raise KeyError("format")
             opt = cls.__new__(cls)
-            opt._s = _restored_session(meta, arrays)
+            opt._s = _restored_session(meta, arrays, algorithm)
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{shown} is not a file written by Optimizer.save (format {FORMAT!r} expected; "
                              f"{type(err).__name__}: {err})") from None
@@ -325,14 +329,18 @@ class Optimizer:
                 f"pending={0 if self._pending is None else len(self._pending.keys)}, seed={cfg.seed})")
 
 
-def _restored_session(meta: dict, arrays: dict):
+def _restored_session(meta: dict, arrays: dict, algorithm: AlgorithmSpec | None = None):
     """The session of a saved optimiser: its config, its space and its state leaves (shapes checked)."""
     enable_x64()
+    name = meta["config"]["algorithm"]
+    spec = get_spec(name if algorithm is None else algorithm, "box" if meta["space"] == "box" else "arms")
+    if spec.name != name:
+        raise ValueError(f"the file was saved by algorithm {name!r}, not {spec.name!r}")
     if meta["space"] == "box":
-        s = BoxSession(Box(arrays["lower"], arrays["upper"]), BoxConfig(**meta["config"]))
+        s = BoxSession(Box(arrays["lower"], arrays["upper"]), BoxConfig(**meta["config"]), spec)
         s.x, s.reward = arrays["x"].copy(), arrays["reward"].copy()
     else:
-        s = FiniteSession(arrays["candidates"], FiniteConfig(**meta["config"]))
+        s = FiniteSession(arrays["candidates"], FiniteConfig(**meta["config"]), spec)
     shapes, treedef = jax.tree.flatten(s.template())
     leaves = [arrays[f"state_{k:04d}"] for k in range(int(meta["n_leaves"]))]
     if len(leaves) != len(shapes):

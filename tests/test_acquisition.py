@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import sketchbo as sb
-from sketchbo import acquisition, tracking
+from sketchbo import acquisition
+from sketchbo.cli import tracking
 from sketchbo.gp import hyper
 
 SPG = acquisition.AcqStatic(n_uniform=256, n_local=64, n_starts=4, steps=400, method="spg")

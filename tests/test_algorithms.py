@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, RoundInfo, Static, build, rule_name
+from sketchbo.algorithms import ALGORITHMS, ArmSet, RoundInfo, Static, build, params_of, rule_name
 from sketchbo.algorithms.common import arm_feedback
 from sketchbo.kernels import kernel_params
 from sketchbo.problems import make_problem
@@ -14,11 +14,11 @@ SMALL = make_problem("gp_sample", A=120, d=2, sigma2=0.2, seed=1)
 ALL = sorted(ALGORITHMS)
 
 
-def _params(dtype=jnp.float64, **kw):
+def _params(name, dtype=jnp.float64, **kw):
     base = dict(lam=0.2, qbar=2.0, C=2.0, F=1.0, delta=0.1, xi=0.2 ** 0.5, eps=0.1)
     base.update(kw)
-    return Params(**{k: jnp.asarray(v, dtype) for k, v in base.items()},
-                  kernel=kernel_params("rbf", 2, dtype, sigma2=0.2))
+    return params_of(name, **{k: jnp.asarray(v, dtype) for k, v in base.items()},
+                     kernel=kernel_params("rbf", 2, dtype, sigma2=0.2))
 
 
 def _static(name, T=30, m_max=64):
@@ -34,10 +34,10 @@ def _static(name, T=30, m_max=64):
 def test_jitted_steps_do_not_recompile_and_return_finite_state(name):
     alg = build(ALGORITHMS[name], _static(name))
     init, select = jax.jit(alg.init), jax.jit(alg.select)
-    update, resparsify = jax.jit(alg.update), jax.jit(alg.resparsify)
+    update, resparsify = jax.jit(alg.update), jax.jit(alg.refit)
     arms = ArmSet(jnp.asarray(SMALL.arms))
     f = jnp.asarray(SMALL.f)
-    for call, params in enumerate([_params(), _params(lam=0.1, qbar=3.0, C=1.5, F=2.0)]):
+    for call, params in enumerate([_params(name), _params(name, lam=0.1, qbar=3.0, C=1.5, F=2.0)]):
         state = init(jax.random.key(call), arms, params)
         for r in range(4):  # four rounds: a batch of selections, its feedback, a resparsification
             queries = jnp.full((30,), -1, jnp.int32)
@@ -48,7 +48,7 @@ def test_jitted_steps_do_not_recompile_and_return_finite_state(name):
                 if not bool(state.batch_open):
                     break
             assert int(state.t) > t0
-            state, _ = update(state, arm_feedback(queries, f[jnp.maximum(queries, 0)]), params)
+            state = update(state, arm_feedback(queries, f[jnp.maximum(queries, 0)]), params)
             state, info = resparsify(jax.random.key(200 + r), state, params)
         leaves = [x for x in jax.tree.leaves(state) if jnp.issubdtype(x.dtype, jnp.floating)]
         # finite everywhere, except the -inf that pads the blocked UCB table
@@ -166,6 +166,7 @@ def test_resparsification_on_the_dictionarys_width_selects_what_the_full_width_s
     holding the dictionary (``nystrom.posterior_on_width``) when the seeds are mapped; vmapped seeds
     compute at m_max. BBKB on 10^4 arms, float64: the same queries with the widths (map), without them
     (map, MANY_ARMS raised) and by vmap."""
+    from sketchbo.algorithms import finite_hyper
     from sketchbo.domains import finite
     from sketchbo.engine import program
     from sketchbo.gp import nystrom
@@ -184,7 +185,7 @@ def test_resparsification_on_the_dictionarys_width_selects_what_the_full_width_s
     assert max(widths.max_dict_size) > 32  # it needed more than the narrowest width at some point
     n_traced = len(traced)
     vm = run("bbkb", prob, seed_axis="vmap", **kw)
-    monkeypatch.setattr(finite, "MANY_ARMS", 10 ** 9)
+    monkeypatch.setattr(finite_hyper, "MANY_ARMS", 10 ** 9)
     monkeypatch.setattr(program, "_PROGRAMS", {})
     full = run("bbkb", prob, **kw)
     assert len(traced) == n_traced  # neither the vmapped nor the full-width program has width branches

@@ -9,7 +9,7 @@ import pytest
 
 import sketchbo as sb
 from sketchbo.algorithms import BO_ALGORITHMS
-from sketchbo.domains import box
+from sketchbo.algorithms import box_hyper
 from test_checkpoint import BO_ALWAYS, HARTMANN, bo_kwargs
 
 CASES = [n if n in BO_ALWAYS else pytest.param(n, marks=pytest.mark.slow) for n in sorted(BO_ALGORITHMS)]
@@ -33,7 +33,7 @@ def test_ask_tell_asks_what_the_run_queries(name, monkeypatch):
     one capacity growth at the same step (12 -> 24)."""
     kw = bo_kwargs(name)
     res = sb.run(name, HARTMANN, **{**kw, "n_seeds": 1, "seed": 3})
-    monkeypatch.setattr(box, "initial_capacity", lambda T, n0: kw["capacity"])
+    monkeypatch.setattr(box_hyper, "initial_capacity", lambda T, n0: kw["capacity"])
     opt = sb.Optimizer(UNIT6, name, horizon=kw["T"], seed=3, params=kw["params"])
     steps, X = drive(opt, lambda k, X: res.traces["reward"][0][k])
     np.testing.assert_array_equal(steps, np.arange(kw["T"]))

@@ -23,7 +23,7 @@ from omegaconf import OmegaConf, open_dict
 
 import sketchbo.api as api
 from sketchbo.engine import asktell
-import sketchbo.cli as cli
+import sketchbo.cli.app as cli
 import sketchbo as sb
 from sketchbo.domains import box, finite
 from sketchbo.engine import program

@@ -23,7 +23,8 @@ from sketchbo.engine import checkpoint
 from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS
 from sketchbo.problems import make_problem
 from sketchbo import run
-from sketchbo.tracking import TRACE_KEYS
+from sketchbo.domains import box
+from sketchbo.cli.tracking import TRACE_KEYS
 
 REPO = Path(__file__).resolve().parent.parent
 # the conformance suite's problem (test_algorithms.py); with kwargs(), one compiled program per algorithm serves
@@ -310,7 +311,7 @@ def test_continuous_checkpoint_of_another_run_is_ignored(tmp_path, monkeypatch, 
 def test_temporaries_of_a_killed_write_are_removed_when_the_results_are_written(tmp_path):
     """A SIGKILL during an atomic write leaves its temporary file (never a partial result file); the
     next write of the job's results deletes it."""
-    from sketchbo import tracking
+    from sketchbo.cli import tracking
     stale = [tmp_path / ".summary.json.k1x2.tmp", tmp_path / ".traces.npz.abc.tmp",
              tmp_path / ".checkpoint.npz.zz9.tmp"]
     for p in stale:
@@ -323,16 +324,22 @@ def test_temporaries_of_a_killed_write_are_removed_when_the_results_are_written(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.tmp", "summary.json", "traces.npz"]
 
 
-def test_a_non_finite_objective_value_stops_the_run_and_never_reaches_the_gp(tmp_path):
+def test_a_non_finite_objective_value_stops_the_run_and_never_reaches_the_gp(tmp_path, monkeypatch):
     """A user objective returning NaN (inf) on part of the box: the run stops with an error naming the
-    evaluation; the check before the error verifies the GP's data stayed finite; nothing is written."""
+    evaluation; the GP's data in the carry the check saw stayed finite; nothing is written."""
+    seen = []
+    check = box.check_feedback
+    monkeypatch.setattr(box, "check_feedback", lambda p, carry, seeds: seen.append(carry) or check(p, carry, seeds))
     for bad in (np.nan, np.inf):
         broken = HARTMANN._replace(name="broken", fn=lambda x, bad=bad: jnp.where(x[0] > 0.6, bad, HARTMANN.fn(x)))
         path = tmp_path / "ck.npz"
         with pytest.raises(ValueError, match=r"problem 'broken': the objective returned -?(nan|inf) .* evaluation \d+\)"
-                                             r"\. It was kept out of the GP \(its data stayed finite\)"):
+                                             r"\. It was kept out of the model \(the feedback marks it invalid\)"):
             sb.run("gssbo", broken, n_seeds=2, checkpoint=path, checkpoint_every=100, **bo_kwargs("gssbo"))
         assert not path.exists() and not list(tmp_path.iterdir())
+        state = seen[-1][0]
+        assert not np.all(np.isfinite(np.asarray(seen[-1][1].reward)))  # the carry holds the bad evaluation
+        assert np.all(np.isfinite(np.asarray(state.data.ysum)))  # and the GP's data never saw it
 
 
 def test_sigkilled_continuous_run_resumes_to_the_uninterrupted_traces(tmp_path):

@@ -14,12 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
-from sketchbo import cli, tracking
+import sketchbo as sb
+
+from sketchbo.cli import app as cli
+from sketchbo.cli import tracking
 from sketchbo.domains import finite
 from sketchbo.algorithms import ALGORITHMS as FINITE_REGISTRY
 from sketchbo.algorithms import BO_ALGORITHMS
-from sketchbo.cli import CONFIG_DIR, RUNTIME_KEYS, algorithm_configs
+from sketchbo.cli.app import CONFIG_DIR, RUNTIME_KEYS, algorithm_configs
 from sketchbo.engine.progress import Progress
 from sketchbo.problems import PROBLEMS
 
@@ -257,11 +261,11 @@ def test_our_launcher_presets_cover_the_plugins_and_do_not_shadow_them():
 def test_only_cli_imports_hydra_and_only_tracking_imports_wandb():
     for path in sorted((REPO / "sketchbo").rglob("*.py")):
         text = path.read_text()
-        if path.name != "cli.py":
+        if path.relative_to(REPO).as_posix() != "sketchbo/cli/app.py":
             assert not re.search(r"^\s*(import|from) (hydra|omegaconf)\b", text, re.M), path
-        if path.name != "tracking.py":
+        if path.relative_to(REPO).as_posix() != "sketchbo/cli/tracking.py":
             assert not re.search(r"^\s*(import|from) wandb\b", text, re.M), path
-    code = "import sys, sketchbo.cli, sketchbo.tracking; assert 'wandb' not in sys.modules"
+    code = "import sys, sketchbo.cli.app, sketchbo.cli.tracking; assert 'wandb' not in sys.modules"
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
 
@@ -344,7 +348,7 @@ def test_load_complete_accepts_only_finished_results_of_the_same_config(tmp_path
 def test_results_stored_before_a_key_was_added_stay_complete_at_its_neutral_value(tmp_path):
     """``problem.shift`` came after paper-scale results were stored: a config with shift 0 (what they ran with)
     reuses them, any other shift does not, and a stored shift is compared as usual."""
-    from sketchbo.jobs import ADDED_KEYS
+    from sketchbo.cli.jobs import ADDED_KEYS
     summary = tracking.write_results(tmp_path, FakeResult(), CONFIG)  # no problem.shift stored
     now = {**CONFIG, "problem": {**CONFIG["problem"], "shift": 0.0}}
     assert tracking.load_complete(tmp_path, now, RUNTIME_KEYS)[0] is None  # without ``added``: a difference
@@ -555,10 +559,23 @@ def test_online_logging_without_credentials_is_refused_before_running(tmp_path, 
 def test_a_job_passes_devices_to_the_runner_on_both_domains(tmp_path, algorithm, problem):
     """``devices`` reaches a box problem's run as it does a finite one's (it was dropped for boxes, so that
     ``devices=1`` ran on every CPU device): an impossible count fails there, before anything compiles."""
-    from sketchbo import jobs
+    from sketchbo.cli import jobs
 
     cfg = compose_config(f"algorithm={algorithm}", f"problem={problem}", "T=30", "devices=99")
     config = cli.job_config(cfg, algorithm_configs(cfg)[0])
     with pytest.raises(ValueError, match="devices=99 is invalid; this process sees"):
         jobs.run_job(config, tmp_path / "run")
     assert not list(tmp_path.rglob("summary.json"))
+
+
+@pytest.mark.parametrize("name", ALGORITHMS)
+def test_an_algorithm_config_repeats_its_specs_defaults_exactly(name):
+    """Defaults have one source, the spec (``sb.ALGORITHMS[name].defaults``): each config under
+    ``sketchbo/cli/configs/algorithm/`` lists every one of them with the same value and nothing else, so that a
+    default changed in the code and not in its YAML (or the reverse) fails here."""
+    config = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "algorithm" / f"{name}.yaml"), resolve=True)
+    assert config.pop("name") == name
+    defaults = sb.ALGORITHMS[name].defaults
+    assert sorted(config) == sorted(defaults), f"{name}.yaml keys differ from the spec's defaults"
+    drift = {k: (config[k], defaults[k]) for k in defaults if config[k] != defaults[k]}
+    assert not drift, f"{name}.yaml (left) drifted from the spec's defaults (right): {drift}"

@@ -12,8 +12,7 @@ import pytest
 
 from sketchbo import acquisition
 import sketchbo as sb
-from sketchbo.domains import box
-from sketchbo.algorithms import BO_ALGORITHMS, BOParams, BoxSet, BOStatic, Feedback, build_bo
+from sketchbo.algorithms import BO_ALGORITHMS, BoxSet, BOStatic, Feedback, build_bo, params_of
 from sketchbo.algorithms.bnn_bo import ensemble_loss, ensemble_predict, fit_ensemble, init_ensemble, member_outputs
 from sketchbo.algorithms.dkl_bo import (
     DeepKernel, dkl_log_marginal_likelihood, dkl_predict, features, fit_dkl, init_kernel,
@@ -138,10 +137,10 @@ def test_members_train_independently_on_their_own_mean_squared_error():
 
 # ------------------------------------------------------------------------------------------ conformance
 
-def _params(dtype=jnp.float64, **kw):
+def _params(name, dtype=jnp.float64, **kw):
     base = dict(beta_c=0.2, sigma_d2=0.0, C=1.0, lr_fit=0.01, lr_acq=0.01, local_scale=0.05, kappa=2.0)
     base.update(kw)
-    return BOParams(**{k: jnp.asarray(v, dtype) for k, v in base.items()})
+    return params_of(name, **{k: jnp.asarray(v, dtype) for k, v in base.items()})
 
 
 @pytest.mark.parametrize("name", NEURAL)
@@ -155,8 +154,8 @@ def test_jitted_steps_do_not_recompile_and_return_finite_outputs(name):
                       features=nets.get("features", 0), ensemble=nets.get("ensemble", 0))
     alg = build_bo(BO_ALGORITHMS[name], static)
     init, select = jax.jit(alg.init), jax.jit(alg.select)
-    update, resparsify = jax.jit(alg.update), jax.jit(alg.resparsify)
-    for call, params in enumerate([_params(), _params(beta_c=0.5, lr_fit=0.02, lr_acq=0.02, kappa=1.0)]):
+    update, resparsify = jax.jit(alg.update), jax.jit(alg.refit)
+    for call, params in enumerate([_params(name), _params(name, beta_c=0.5, lr_fit=0.02, lr_acq=0.02, kappa=1.0)]):
         state = init(jax.random.key(call), BoxSet(jnp.zeros(d), jnp.ones(d)), params)
         for r in range(3):
             xs, t0 = jnp.zeros((T, d)), int(state.t)
@@ -168,7 +167,7 @@ def test_jitted_steps_do_not_recompile_and_return_finite_outputs(name):
             assert int(sinfo.dict_size) == int(state.data.n)
             valid = (jnp.arange(T) >= t0) & (jnp.arange(T) < state.t)
             ys = -jax.vmap(lambda u: jnp.sum(jnp.sin(3 * u)))(xs)  # any smooth finite objective
-            state, _ = update(state, Feedback(xs, ys, valid), params)
+            state = update(state, Feedback(xs, ys, valid), params)
             state, info = resparsify(jax.random.key(100 + r), state, params)
         assert int(state.data.n) == n0 + 2
         floats = [v for v in jax.tree.leaves(state) if jnp.issubdtype(v.dtype, jnp.floating)]

@@ -1,8 +1,9 @@
 """The documentation: every tutorial's code runs, README stays the front door, no citation leaves the repository.
 
 Tutorials (docs/tutorials/*.md) are executed from their markdown, in document order, in a temporary working
-directory, with ``SKETCHBO_DOCS_SMALL=1`` (the pages read it to shorten their horizons): the ```python blocks
-in one namespace, except a block preceded by the line ``<!-- docs-test: skip -->`` (it edits the package);
+directory, with ``SKETCHBO_DOCS_SMALL=1`` (the pages read it to shorten their horizons): a block preceded by
+``<!-- docs-test: file PATH -->`` is written to PATH there (a user's own module or config); the ```python blocks
+in one namespace, except a block preceded by the line ``<!-- docs-test: skip -->``;
 and the shell blocks preceded by ``<!-- docs-test: run -->``, each line one command: ``sketchbo-run`` becomes
 ``python -m sketchbo`` with a tiny horizon and seed count and no progress output, run in the temporary
 directory, so Hydra's ``outputs/``, ``multirun/`` and any relative ``hydra.run.dir`` land there. Shell blocks
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TUTORIALS = sorted((ROOT / "docs" / "tutorials").glob("*.md"))
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 SKIP, RUN = "<!-- docs-test: skip -->", "<!-- docs-test: run -->"
+FILE = re.compile(r"<!-- docs-test: file ([\w./-]+) -->")  # the block is a file of the user's, written there
 SMALL_T, SMALL_SEEDS = 12, 1  # the CLI commands' horizon and seeds under test
 
 
@@ -45,10 +47,13 @@ def commands(code: str) -> list[str]:
 
 
 def steps(page: Path) -> list[tuple[str, str]]:
-    """What the test runs of ``page``, in document order: ``("python", code)`` and ``("shell", command)``."""
+    """What the test runs of ``page``, in document order: ``("python", code)``, ``("shell", command)`` and
+    ``("file", (path, text))`` (a block marked ``<!-- docs-test: file PATH -->``: written to PATH)."""
     out = []
     for lang, code, marker in blocks(page):
-        if lang == "python" and marker != SKIP:
+        if FILE.fullmatch(marker):
+            out.append(("file", (FILE.fullmatch(marker).group(1), code)))
+        elif lang == "python" and marker != SKIP:
             out.append(("python", code))
         elif lang in ("bash", "sh") and marker == RUN:
             out += [("shell", command) for command in commands(code)]
@@ -79,13 +84,19 @@ def test_every_tutorial_is_in_the_site_nav():
 
 @pytest.mark.parametrize("page", TUTORIALS, ids=lambda p: p.stem)
 def test_tutorial_runs(page, tmp_path, monkeypatch):
-    """The page's python blocks in one namespace and its marked commands, in document order, in ``tmp_path``."""
+    """The page's python blocks in one namespace, its marked commands and files, in document order, in
+    ``tmp_path`` (on the import path, as a user's working directory is)."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("SKETCHBO_DOCS_SMALL", "1")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     namespace = {"__name__": "__docs__"}
     for i, (kind, code) in enumerate(steps(page)):
-        if kind == "python":
+        if kind == "file":
+            path = tmp_path / code[0]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(code[1], encoding="utf-8")
+        elif kind == "python":
             exec(compile(code, f"{page.relative_to(ROOT)} (step {i + 1})", "exec"), namespace)
         else:
             done = subprocess.run(small(code), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)

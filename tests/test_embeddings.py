@@ -10,7 +10,8 @@ import pytest
 
 from sketchbo import acquisition
 import sketchbo as sb
-from sketchbo.algorithms import BO_ALGORITHMS, BOParams, BOStatic, Feedback, build_bo
+from sketchbo.algorithms import BO_ALGORITHMS, BOStatic, Feedback, build_bo
+from sketchbo.algorithms.subset_bo import SubsetParams
 from sketchbo.algorithms.embeddings import draw_embedding, low_box_halfwidth, to_box
 from sketchbo.problems import make_problem
 
@@ -56,7 +57,7 @@ def test_select_update_fit_the_low_gp_on_the_low_points(name):
     static = BOStatic(variant=name, d=D, T=T, cap=T, n0=n0, M=d, fit_steps=3, acq=acquisition.AcqStatic(64, 16, 2, 3))
     alg = build_bo(BO_ALGORITHMS[name], static)
     f = jnp.asarray
-    params = BOParams(beta_c=f(0.2), sigma_d2=f(0.0), C=f(1.0), lr_fit=f(0.05), lr_acq=f(0.01), local_scale=f(0.05))
+    params = SubsetParams(beta_c=f(0.2), sigma_d2=f(0.0), C=f(1.0), lr_fit=f(0.05), lr_acq=f(0.01), local_scale=f(0.05))
     state = jax.jit(alg.init, static_argnums=1)(jax.random.key(0), None, params)
     assert state.embed.shape == (D, d) and state.data.x.shape == (T, d) and state.low.shape == (T, d)
     select = jax.jit(alg.select)
@@ -71,10 +72,10 @@ def test_select_update_fit_the_low_gp_on_the_low_points(name):
     ys = -np.sum((xs - 0.5) ** 2, axis=1)
     pad = np.zeros(T - n0)
     fb = Feedback(f(np.vstack([xs, np.zeros((T - n0, D))])), f(np.concatenate([ys, pad])), jnp.arange(T) < n0)
-    state, _ = jax.jit(alg.update)(state, fb, params)
+    state = jax.jit(alg.update)(state, fb, params)
     assert int(state.data.n) == n0
     np.testing.assert_array_equal(state.data.x[:n0], state.low[:n0])
-    state, info = jax.jit(alg.resparsify)(jax.random.key(2), state, params)
+    state, info = jax.jit(alg.refit)(jax.random.key(2), state, params)
     nx = np.asarray(state.next_x)
     assert nx.shape == (d,) and np.all(np.isfinite(nx)) and np.all((nx >= 0) & (nx <= 1))
     assert np.isfinite(float(info.ucb)) and int(info.dict_size) == n0

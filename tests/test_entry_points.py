@@ -3,11 +3,14 @@ independent of what ran before in the process, a box grid as one program, certif
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import sketchbo as sb
 from sketchbo.domains import box
@@ -76,3 +79,31 @@ def test_a_finite_cli_run_reports_its_certificates(tmp_path):
         assert c["max_dict_size"] <= c["dict_bound"] and c["n_batches"] <= c["batch_bound"]
         assert c["qbar_condition_met"] is False and "guarantee does not apply" in c["note"]
     assert "bbkb: d_eff" in proc.stdout and "guarantee does not apply" in proc.stdout
+
+
+@pytest.mark.extended
+def test_an_installed_wheel_runs_the_cli_outside_the_repository(tmp_path):
+    """The configs ship inside the package: a wheel (``pip wheel .``, not an editable checkout) installed into
+    a fresh virtual environment runs ``sketchbo-run`` from a directory outside the repository."""
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "-q", "-w",
+                            str(tmp_path / "dist")], capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr
+    wheel = next((tmp_path / "dist").glob("sketchbo-*.whl"))
+    with zipfile.ZipFile(wheel) as zf:
+        assert "sketchbo/cli/configs/config.yaml" in zf.namelist()
+    venv = tmp_path / "venv"  # the dependencies from this environment; sketchbo itself from the wheel
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
+    bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
+    subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True,
+                   capture_output=True, timeout=600)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    where = subprocess.run([str(bin_dir / "python"), "-c", "import sketchbo; print(sketchbo.__file__)"], cwd=outside,
+                           capture_output=True, text=True, timeout=300)
+    assert Path(where.stdout.strip()).is_relative_to(venv), where.stdout  # not the checkout
+    env = {k: v for k, v in cli_env().items() if k != "PYTHONPATH"}
+    done = subprocess.run([str(bin_dir / "sketchbo-run"), "algorithm=bbkb", "T=20", "n_seeds=1", "progress=false",
+                           f"hydra.run.dir={outside / 'run'}"], cwd=outside, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert (outside / "run" / "summary.json").is_file()

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-from sketchbo import plots, results, tracking
-from sketchbo.cli import CONFIG_DIR, algorithm_configs, check_hyperparameters
+from sketchbo.cli import plots, results, tracking
+from sketchbo.cli.app import CONFIG_DIR, algorithm_configs, check_hyperparameters
 from sketchbo.gp import nystrom
 from sketchbo.kernels import get_kernel, kernel_params
 from sketchbo.problems import find_data_file, make_problem
@@ -764,7 +764,7 @@ def test_run_jobs_archives_a_running_jobs_checkpoint_and_never_a_half_written_fi
     job = {"dir": "paper/fig/a=1", "config": {"dtype": "float64"}}
     (tmp_path / "jobs.json").write_text(json.dumps({"jobs": [job]}))
     archive, seen = tmp_path / "out" / "results.tar.gz", []
-    from sketchbo import jobs as job_runner
+    from sketchbo.cli import jobs as job_runner
 
     def fake_job(config, directory, config_text=None):  # a long job: a checkpoint, then two periodic archives
         directory.mkdir(parents=True)

@@ -347,18 +347,19 @@ def test_gssbo_rule_names_gradient_is_a_deprecated_alias_and_others_are_errors()
 
 def _subset_state(variant, n=40, M=16, d=3, cap=48, **static_kw):
     """A subset-BO state holding n samples of a smooth function of d inputs, and its factory."""
-    from sketchbo.algorithms import BOParams, BOStatic, build_bo
+    from sketchbo.algorithms import BOStatic, build_bo
+    from sketchbo.algorithms.subset_bo import SubsetParams
     static = BOStatic(variant=variant, d=d, T=cap, cap=cap, n0=6, M=M, fit_steps=5,
                       acq=acquisition.AcqStatic(256, 64, 2, 5), **static_kw)
     alg = build_bo(BO_ALGORITHMS[variant], static)
     f = jnp.asarray
-    params = BOParams(beta_c=f(0.2), sigma_d2=f(0.01), C=f(1.0), lr_fit=f(0.05), lr_acq=f(0.01), local_scale=f(0.05))
+    params = SubsetParams(beta_c=f(0.2), sigma_d2=f(0.01), C=f(1.0), lr_fit=f(0.05), lr_acq=f(0.01), local_scale=f(0.05))
     rng = np.random.default_rng(7)
     X = rng.uniform(size=(cap, d))
     X[n - 5] = X[n - 4] + 1e-3  # a near-duplicate pair
     y = np.sin(4 * X).sum(1) + X[:, 0]
     state = alg.init(jax.random.key(0), BoxSet(jnp.zeros(d), jnp.ones(d)), params)
-    state, _ = alg.update(state, Feedback(f(X), f(y), jnp.arange(cap) < n), params)
+    state = alg.update(state, Feedback(f(X), f(y), jnp.arange(cap) < n), params)
     return alg, params, state._replace(t=jnp.asarray(n, jnp.int32)), X[:n], y[:n]
 
 
@@ -370,7 +371,7 @@ def test_resparsify_ucb_is_the_dense_gp_on_the_chosen_rows_with_the_global_step(
     over the subset), beta_t = 0.2 d log(2t) with t the global step, and the subset keeps its forced rows."""
     n, M, d = 40, 16, 3
     alg, params, state, X, y = _subset_state(variant, n, M, d, **kw)
-    new, info = jax.jit(alg.resparsify)(jax.random.key(1), state, params)
+    new, info = jax.jit(alg.refit)(jax.random.key(1), state, params)
     idx = np.asarray(new.sub_idx)[np.asarray(new.sub_mask)]
     assert len(idx) == M == len(set(idx.tolist())) and set(range(6)) | {n - 1} <= set(idx.tolist())
     if kw.get("keep_best"):
@@ -446,7 +447,7 @@ def test_bad_hyperparameters_are_clear_errors():
         box.resolve_hyperparameters("gssbo", {"Z": 1}, 100)
     with pytest.raises(ValueError, match=r"no parameter\(s\) \['qbar'\]"):
         box.resolve_hyperparameters("std_gp_ucb", {"qbar": 2}, 100)
-    with pytest.raises(ValueError, match="continuous-domain"):
+    with pytest.raises(ValueError, match=r"algorithm=.bbkb. runs on a finite candidate set \(domain .arms.\); algorithms for this problem: \[.bnn_ucb."):
         box.resolve_hyperparameters("bbkb", {}, 100)
     with pytest.raises(ValueError, match="optimises over a box: pass a box problem"):
         sb.run("gssbo", make_problem("gp_sample", A=10), T=5)

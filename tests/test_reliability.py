@@ -21,7 +21,7 @@ from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS
 from sketchbo.problems import datasets, make_problem
 from sketchbo.problems.datasets import ABALONE_FILE, CADATA_FILE
 from sketchbo import run
-from sketchbo.tracking import TRACE_KEYS
+from sketchbo.cli.tracking import TRACE_KEYS
 
 REPO = Path(__file__).resolve().parent.parent
 # test_checkpoint.py's problem and run arguments: its compiled programs (one per algorithm) are reused here

@@ -2,9 +2,11 @@
 import numpy as np
 import pytest
 
+from sketchbo.algorithms import finite_hyper
 from sketchbo.domains import finite, finite_program
 from sketchbo.engine import program
 from sketchbo.problems import make_problem
+import sketchbo as sb
 from sketchbo import run
 
 SMALL = make_problem("gp_sample", A=100, d=2, sigma2=0.2, seed=2)
@@ -81,10 +83,10 @@ def test_bad_arms_and_rewards_are_rejected(no_compile):
 def test_first_dictionary_capacity_is_the_backends_default_unless_given(monkeypatch):
     """m_max: None (the registry's default) starts at DEFAULT_M_MAX: 64 on the CPU from MANY_ARMS arms, else
     128; a user's value stays, and an invalid one is rejected."""
-    monkeypatch.setattr(finite.jax, "default_backend", lambda: "cpu")
+    monkeypatch.setattr(finite_hyper.jax, "default_backend", lambda: "cpu")
     many, few = finite.MANY_ARMS, finite.MANY_ARMS - 1
     for name in ("bkb", "bbkb", "bbkb_local"):
-        assert finite.ALGORITHMS[name].defaults["m_max"] is None
+        assert sb.ALGORITHMS[name].defaults["m_max"] is None
         hyper = finite.resolve_hyperparameters(name, None, T=100)
         assert finite.initial_capacities(name, hyper, many, 100)["m_max"] == finite.DEFAULT_M_MAX["cpu_many_arms"]
         assert finite.initial_capacities(name, hyper, few, 100)["m_max"] == finite.DEFAULT_M_MAX["other"]
@@ -92,11 +94,11 @@ def test_first_dictionary_capacity_is_the_backends_default_unless_given(monkeypa
         assert finite.initial_capacities(name, hyper, many, 100)["m_max"] == 40
     with pytest.raises(ValueError, match="algorithm.m_max=0 is invalid"):
         finite.resolve_hyperparameters("bbkb", {"m_max": 0}, T=100)
-    monkeypatch.setattr(finite.jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(finite_hyper.jax, "default_backend", lambda: "gpu")
     hyper = finite.resolve_hyperparameters("bbkb", None, T=100)
     assert finite.initial_capacities("bbkb", hyper, many, 100)["m_max"] == finite.DEFAULT_M_MAX["other"]
     sbpe = finite.resolve_hyperparameters("sbpe", None, T=100)
-    assert finite.initial_capacities("sbpe", sbpe, many, 100)["m_max"] == finite.ALGORITHMS["sbpe"].defaults["m_max"]
+    assert finite.initial_capacities("sbpe", sbpe, many, 100)["m_max"] == sb.ALGORITHMS["sbpe"].defaults["m_max"]
 
 
 @pytest.mark.extended
@@ -344,7 +346,7 @@ def test_time_per_seed_divides_the_round_times_by_the_seeds_each_device_ran():
     ``elements_per_device`` seeds one device ran in sequence (3 seeds on 2 devices: 2), not of all seeds."""
     from pathlib import Path
 
-    from sketchbo import plots
+    from sketchbo.cli import plots
 
     def scale(**summary):
         return plots.time_scale(plots.Result(Path("."), {"n_seeds": 10, "device": "cpu:cpu", **summary}, {}))

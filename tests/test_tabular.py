@@ -151,7 +151,7 @@ def test_check_problem_validates_samples_and_suggested():
 
 
 def test_suggested_hyperparameters_of_the_embedded_problems():
-    assert make_problem("gp_sample").suggested == {"lam": 0.01, "F": 1.0}  # configs/algorithm/compare.yaml
+    assert make_problem("gp_sample").suggested == {"lam": 0.01, "F": 1.0}  # sketchbo/cli/configs/algorithm/compare.yaml
     assert make_problem("linear").suggested == {"lam": 0.1, "F": 1.0}
 
 

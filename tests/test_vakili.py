@@ -13,7 +13,9 @@ import pytest
 import sketchbo as sb
 from sketchbo.domains import finite
 from sketchbo.engine.program import SeedKeys
-from sketchbo.algorithms import ALGORITHMS, ArmSet, Params, Static, build
+from sketchbo.algorithms import ALGORITHMS, ArmSet, Static, build
+from sketchbo.algorithms.sbpe import SBPEParams
+from sketchbo.algorithms.sparse_ucb import SparseUCBParams
 from sketchbo.algorithms.common import arm_feedback, beta_vakili
 from sketchbo.algorithms.sbpe import batch_lengths
 from sketchbo.gp import exact, nystrom, rls, sparse_bounds
@@ -190,7 +192,7 @@ def _sbpe_trials(n_trials, A=60, T=60, lam=0.01, C_k=3.0, seed=4):
     kp = kernel_params("rbf", 2, sigma2=1.0)
     alg = build(ALGORITHMS["sbpe"], Static(A=A, d=2, T=T, m_max=32, u_max=32, kernel="rbf", beta_family="bbkb",
                                             beta_mode="paper", resample="paper", batch_rule="schedule"))
-    params = Params(*(jnp.asarray(v) for v in (lam, 0.5, 1.0, C_k, 0.1, math.sqrt(lam), 0.0)), kernel=kp)
+    params = SBPEParams(*(jnp.asarray(v) for v in (lam, 0.5, C_k, 0.1, math.sqrt(lam))), kernel=kp)
     n_rounds = len(batch_lengths(T))
     chunk = finite.make_chunk(alg, T, segments=n_rounds)  # one segment per batch: every batch is <= T <= 256 steps
 
@@ -245,13 +247,13 @@ def test_sbpe_exact_in_batch_variance_is_the_dense_gp_posterior_of_the_batch():
     kp = kernel_params("rbf", 2, sigma2=0.5)
     alg = build(ALGORITHMS["sbpe"], Static(A=A, d=2, T=T, m_max=16, u_max=16, kernel="rbf", beta_family="bbkb",
                                             beta_mode="code", resample="code", batch_rule="schedule"))
-    params = Params(*(jnp.asarray(v) for v in (lam, 1.0, 1.0, 1.0, 0.1, math.sqrt(lam), 0.0)), kernel=kp)
+    params = SBPEParams(*(jnp.asarray(v) for v in (lam, 1.0, 1.0, 0.1, math.sqrt(lam))), kernel=kp)
     state = alg.init(jax.random.key(0), ArmSet(arms), params)
     select = jax.jit(alg.select)
     pulls = []
     for j in range(batch_lengths(T)[1]):  # the first batch has one point; fill the second one
         if j == 1:
-            state, _ = alg.resparsify(jax.random.key(9), state, params)
+            state, _ = alg.refit(jax.random.key(9), state, params)
             pulls = []
         before = np.where(np.asarray(state.active), np.asarray(state.var), -1.0)
         q, state, info = select(jax.random.key(j), state, params)
@@ -268,7 +270,7 @@ def test_sbpe_exact_in_batch_variance_is_the_dense_gp_posterior_of_the_batch():
 def test_sbpe_widths_code_is_the_exact_gp_width_and_paper_theorem_3_5():
     from sketchbo.algorithms.sbpe import elimination_width
     kp = kernel_params("rbf", 2, sigma2=0.5)
-    params = Params(*(jnp.asarray(v) for v in (0.04, 1.0, 1.0, 2.0, 0.01, 0.3, 0.0)), kernel=kp)
+    params = SBPEParams(*(jnp.asarray(v) for v in (0.04, 1.0, 2.0, 0.01, 0.3)), kernel=kp)
     code = float(elimination_width("code", params, 0.02, 4, 1000))
     paper = float(elimination_width("paper", params, 0.02, 4, 1000))
     assert code == pytest.approx(2.0 + 0.3 / 0.2 * math.sqrt(2 * math.log(1 / 0.01)))
@@ -288,14 +290,14 @@ def test_beta_vakili_mode_uses_lambda_max_of_the_current_dictionary():
     static = Static(A=80, d=2, T=20, m_max=32, u_max=32, kernel="rbf", beta_family="bkb", beta_mode="vakili",
                     resample="code", batch_rule="sequential")
     alg = build(ALGORITHMS["bkb"], static)
-    params = Params(*(jnp.asarray(v) for v in (0.1, 0.5, 1.0, 2.0, 0.05, 0.3, 0.0)), kernel=kp)
-    select, update, resparsify = jax.jit(alg.select), jax.jit(alg.update), jax.jit(alg.resparsify)
+    params = SparseUCBParams(*(jnp.asarray(v) for v in (0.1, 0.5, 1.0, 2.0, 0.05, 0.3)), kernel=kp)
+    select, update, resparsify = jax.jit(alg.select), jax.jit(alg.update), jax.jit(alg.refit)
     state = alg.init(jax.random.key(0), ArmSet(arms), params)
     f = jnp.asarray(problem.f)
     for t in range(12):
         q, state, _ = select(jax.random.key(t), state, params)
         queries = jnp.full((20,), -1, jnp.int32).at[0].set(q)
-        state, _ = update(state, arm_feedback(queries, f[jnp.maximum(queries, 0)]), params)
+        state = update(state, arm_feedback(queries, f[jnp.maximum(queries, 0)]), params)
         state, info = resparsify(jax.random.key(100 + t), state, params)
     # lambda_max recomputed densely over the pulls against the dictionary held now
     X = np.asarray(arms)[np.repeat(np.arange(80), np.asarray(state.counts).astype(int))]

@@ -21,40 +21,68 @@ the engine's box domain (``sketchbo.domains.box``; ``subset_bo.py``): ``std_gp_u
 | ``dkl_ucb`` | Wilson et al., AISTATS 2016 (Fig. 10)           | exact GP, Matérn-5/2 on MLP features (``dkl_bo.py``) |
 | ``bnn_ucb`` | Lakshminarayanan et al., NeurIPS 2017 (Fig. 11) | deep ensemble, mean + kappa std (``bnn_bo.py``)      |
 
-Every algorithm of both domains follows one contract (``common.Algorithm``): ``init(key, problem, params)``,
-``select(key, state, params) -> (query, state, StepInfo)``, ``update(state, Feedback, params)``,
-``resparsify(key, state, params) -> (state, RoundInfo)``.
+Every algorithm of both domains follows one contract (``sketchbo.contract.Algorithm``): ``init(key, space,
+params)``, ``select(key, state, params) -> (query, state, info)``, ``update(state, Feedback, params) -> state``,
+``refit(key, state, params) -> (state, info)``; each entry of :data:`REGISTRY` is a
+:class:`sketchbo.spec.AlgorithmSpec`, the same type a user passes or adds with :func:`register`. The finite
+algorithms' hyperparameters are ``finite_hyper``'s, the box algorithms' ``box_hyper``'s.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
 
+from sketchbo.algorithms import box_hyper, finite_hyper
 from sketchbo.algorithms.batch_rules import BATCH_RULES
-from sketchbo.algorithms.bnn_bo import make_bnn_bo
-from sketchbo.algorithms.common import Algorithm, ArmSet, BoxSet, Feedback, Params, RoundInfo, Static, StepInfo
-from sketchbo.algorithms.dkl_bo import make_dkl_bo
+from sketchbo.algorithms.bnn_bo import BNNParams, make_bnn_bo
+from sketchbo.algorithms.common import Algorithm, ArmSet, BoxSet, Feedback, RoundInfo, Static, StepInfo
+from sketchbo.algorithms.dkl_bo import DKLParams, make_dkl_bo
 from sketchbo.algorithms.embeddings import EMBEDDINGS, make_embedding_bo
-from sketchbo.algorithms.vecchia_bo import make_vecchia_bo
-from sketchbo.algorithms.eps_greedy import make_eps_greedy
-from sketchbo.algorithms.exact_ucb import make_exact_ucb
-from sketchbo.algorithms.sbpe import make_sbpe
-from sketchbo.algorithms.sparse_ucb import make_sparse_ucb
-from sketchbo.algorithms.subset_bo import BOParams, BOStatic, make_subset_bo
+from sketchbo.algorithms.vecchia_bo import VecchiaParams, make_vecchia_bo
+from sketchbo.algorithms.eps_greedy import EpsGreedyParams, make_eps_greedy
+from sketchbo.algorithms.exact_ucb import ExactUCBParams, make_exact_ucb
+from sketchbo.algorithms.sbpe import SBPEParams, make_sbpe
+from sketchbo.algorithms.sparse_ucb import SparseUCBParams, make_sparse_ucb
+from sketchbo.algorithms.subset_bo import VARIANTS, BOStatic, SubsetParams, make_subset_bo
+from sketchbo.algorithms.box_hyper import GP_CORES
+from sketchbo.algorithms.finite_hyper import oversampling
+from sketchbo.spec import AlgorithmSpec
 
 
-class AlgorithmSpec(NamedTuple):
-    """One registered algorithm, of either domain (one type, one registry: :data:`REGISTRY`)."""
+def _ucb_factory(make, batched: bool, static: Static) -> Algorithm:
+    """BKB / BBKB (``sparse_ucb``) or exact GP-UCB / GP-BUCB (``exact_ucb``) with the static config's batch rule."""
+    return make(static, BATCH_RULES[static.batch_rule], sequential=not batched)
 
-    name: str
-    description: str
-    engine: str  # finite arms: "sparse" | "exact" | "sbpe" | "none"; boxes: "continuous"
-    batched: bool  # batches longer than one pull
-    defaults: dict  # every accepted hyperparameter with its default
-    default_rule: str  # key of BATCH_RULES (finite arms); "sequential" for boxes (their batches are their own)
-    domain: str = "arms"  # "arms": a finite arm set | "box": [0, 1]^d (sketchbo.domains: the engine's two domains)
-    # one element's program holds batched LAPACK calls: on the CPU its elements run on one device, since the
-    # devices' programs run at the same time and such calls can then hang XLA's CPU runtime (engine.lapack_overlap)
-    batched_lapack: bool = False
+
+# engine -> (factory of a batched flag, params): the finite registry's four families
+_FINITE = {"sparse": (lambda b: functools.partial(_ucb_factory, make_sparse_ucb, b), SparseUCBParams),
+           "exact": (lambda b: functools.partial(_ucb_factory, make_exact_ucb, b), ExactUCBParams),
+           "sbpe": (lambda b: make_sbpe, SBPEParams), "none": (lambda b: make_eps_greedy, EpsGreedyParams)}
+
+
+def _arms(name, description, engine, batched, defaults, default_rule) -> AlgorithmSpec:
+    """A finite registry algorithm: its factory and params by engine, its hyperparameters ``finite_hyper``'s."""
+    factory, params = _FINITE[engine]
+    grid = tuple(k for k in finite_hyper.GRID_KEYS if k in defaults)
+    return AlgorithmSpec(name, "arms", factory(batched), defaults, params=params, grid_keys=grid,
+                         description=description, batched=batched,
+                         hooks=finite_hyper.hooks(defaults, default_rule, nystrom_engine=engine == "sparse",
+                                                  exact=engine == "exact", params_cls=params))
+
+
+_BOX = {"vecchia_bo": (make_vecchia_bo, VecchiaParams), "dkl_ucb": (make_dkl_bo, DKLParams),
+        "bnn_ucb": (make_bnn_bo, BNNParams), **{e: (make_embedding_bo, SubsetParams) for e in EMBEDDINGS}}
+
+
+def _box(name, description, engine, batched, defaults, rule, domain, batched_lapack=False) -> AlgorithmSpec:
+    """A box registry algorithm: its factory and params by name (the subset variants' by default), its
+    hyperparameters ``box_hyper``'s."""
+    del engine, rule, domain
+    factory, params = _BOX.get(name, (make_subset_bo, SubsetParams))
+    grid = tuple(k for k in params._fields if k in defaults)
+    merged = VARIANTS.get(name, ("", "", False))[2]  # mini-META: a batch's evaluations in one row
+    return AlgorithmSpec(name, "box", factory, defaults, params=params, grid_keys=grid, description=description,
+                         batched=batched, batched_lapack=batched_lapack, merged_rows=merged,
+                         hooks=box_hyper.hooks(name, params))
 
 
 # docs/protocols.md#finite-arm-protocol (Abalone / Cadata) and #bbkb-experiments: q-bar = 2, C~ = 2, delta = 1/T (None). lam and F: None = the
@@ -67,23 +95,23 @@ _UCB = {"lam": None, "F": None, "delta": None, "beta": "code", "u_max": 128}
 _SPARSE = {**_UCB, "qbar": 2.0, "m_max": None, "u_max": 256, "resample": "code", "dictionary": "resampled"}
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
-    "gp_ucb": AlgorithmSpec("gp_ucb", "exact GP-UCB", "exact", False,
+    "gp_ucb": _arms("gp_ucb", "exact GP-UCB", "exact", False,
                             {**_UCB, "beta_family": "bbkb"}, "sequential"),
-    "gp_bucb": AlgorithmSpec("gp_bucb", "exact GP-BUCB (product rule; batch_rule=sum: BBKB's sum rule)", "exact",
+    "gp_bucb": _arms("gp_bucb", "exact GP-BUCB (product rule; batch_rule=sum: BBKB's sum rule)", "exact",
                              True, {**_UCB, "C": 2.0, "batch_rule": "product", "beta_family": "bbkb"}, "product"),
-    "bkb": AlgorithmSpec("bkb", "BKB: Nyström GP-UCB, dictionary resampled every step", "sparse", False,
+    "bkb": _arms("bkb", "BKB: Nyström GP-UCB, dictionary resampled every step", "sparse", False,
                          {**_SPARSE, "beta_family": "bkb"}, "sequential"),
-    "bbkb": AlgorithmSpec("bbkb", "Batch-BKB, global batch rule", "sparse", True,
+    "bbkb": _arms("bbkb", "Batch-BKB, global batch rule", "sparse", True,
                           {**_SPARSE, "C": 2.0, "beta_family": "bbkb"}, "bbkb_global"),
-    "bbkb_local": AlgorithmSpec("bbkb_local", "GlobalLocal-BBKB, per-arm batch rule", "sparse", True,
+    "bbkb_local": _arms("bbkb_local", "GlobalLocal-BBKB, per-arm batch rule", "sparse", True,
                                 {**_SPARSE, "C": 2.0, "beta_family": "bbkb"}, "bbkb_local"),
-    "eps_greedy": AlgorithmSpec("eps_greedy", "eps-greedy on empirical means", "none", False,
+    "eps_greedy": _arms("eps_greedy", "eps-greedy on empirical means", "none", False,
                                 {"eps": 0.1}, "sequential"),
     # S-BPE: lam = tau^2, F = C_k, xi = R of Thm 3.5; rls_qbar = Alg. 2's RLS oversampling (16 = the theory's; not
     # BBKB's dictionary oversampling qbar, hence its own name);
     # beta: code (practical width) | paper (Thm 3.5, Eq. (13)); resample: code (exact in-batch variance, rank-one
     # per choice) | paper (RLS inducing points before every choice, Alg. 1 L6)
-    "sbpe": AlgorithmSpec("sbpe", "S-BPE: batched pure exploration on SVGP statistics, elimination by Thm 3.5",
+    "sbpe": _arms("sbpe", "S-BPE: batched pure exploration on SVGP statistics, elimination by Thm 3.5",
                           "sbpe", True, {"lam": None, "F": None, "delta": None, "rls_qbar": 1.0, "m_max": 192,
                                          "u_max": 256, "beta": "code", "resample": "code"}, "schedule"),
 }
@@ -107,40 +135,39 @@ _BO = {"n0": 20, "beta_c": 0.2, "fit_steps": 20, "lr_fit": 0.05, "n_uniform": 20
 # beta_c = 0.02, the best variant without an output warp of the ablation on Hartmann6, Levy20, Powell50 and
 # Rastrigin100 for GP-UCB and GSSBO (the other algorithms not measured)
 # (docs/reproductions.md#box-gp-core); protocol: the GSSBO paper protocol's 20 Adam steps and beta_c = 0.2.
-GP_CORES = {"map": {"gp_fit": "map", "beta_c": 0.02, "fit_steps": 50},
-            "protocol": {"gp_fit": "adam", "beta_c": 0.2, "fit_steps": 20}}
+# (GP_CORES lives in box_hyper, with the checks that use it.)
 _GP = {**_BO, "gp_core": "map", "gp_fit": None, "beta_c": None, "fit_steps": None, "output_warp": "none"}
 # M: subset size, or null for the dynamic rule with factor Z (subset_bo.dynamic_buffer_size; Z = 4 -> M = 102)
 # keep_best: also force the best observed sample into the subset (our option, not the paper's; default off)
 _SUBSET = {**_GP, "M": None, "Z": 4.0, "n_overhead": 70.0, "keep_best": False}
 
 BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
-    "std_gp_ucb": AlgorithmSpec("std_gp_ucb", "Standard GP-UCB: exact GP on all samples", "continuous", False,
+    "std_gp_ucb": _box("std_gp_ucb", "Standard GP-UCB: exact GP on all samples", "continuous", False,
                                 dict(_GP), "sequential", "box"),
     # selection: projection | pivoted | cosine (docs/protocols.md#gssbo-subset-rules); pivoted by measurement (issue 16: Hartmann6, N = 1000,
     # seeds 0-9, R_N 195 ± 79 against projection's 2867 ± 129)
-    "gssbo": AlgorithmSpec("gssbo", "GSSBO: exact GP on M samples chosen by a gradient-diversity greedy",
+    "gssbo": _box("gssbo", "GSSBO: exact GP on M samples chosen by a gradient-diversity greedy",
                            "continuous", False, {**_SUBSET, "sigma_d2": 0.01, "selection": "pivoted"}, "sequential", "box"),
-    "rssbo": AlgorithmSpec("rssbo", "RSSBO: exact GP on M samples, the rest chosen at random", "continuous",
+    "rssbo": _box("rssbo", "RSSBO: exact GP on M samples, the rest chosen at random", "continuous",
                            False, dict(_SUBSET), "sequential", "box"),
-    "kmeans_pp": AlgorithmSpec("kmeans_pp", "exact GP on M samples chosen by k-means++ in the RKHS",
+    "kmeans_pp": _box("kmeans_pp", "exact GP on M samples chosen by k-means++ in the RKHS",
                                "continuous", False, dict(_SUBSET), "sequential", "box"),
-    "lr_first_m": AlgorithmSpec("lr_first_m", "LR-First m: Nyström (DTC) with the first m samples as landmarks",
+    "lr_first_m": _box("lr_first_m", "LR-First m: Nyström (DTC) with the first m samples as landmarks",
                                 "continuous", False, {**_GP, "m": 100}, "sequential", "box"),
-    "sparse_gp": AlgorithmSpec("sparse_gp", "SparseGP: DTC with m inducing points by greedy pivoted Cholesky",
+    "sparse_gp": _box("sparse_gp", "SparseGP: DTC with m inducing points by greedy pivoted Cholesky",
                                "continuous", False, {**_GP, "m": 50}, "sequential", "box"),
     # m: number of inducing points (50 as sparse_gp: our choice; the GSSBO paper does not give it)
-    "ipa": AlgorithmSpec("ipa", "IPA: DTC with m inducing points by a DPP weighted by the samples' EI (Moss et "
+    "ipa": _box("ipa", "IPA: DTC with m inducing points by a DPP weighted by the samples' EI (Moss et "
                          "al. 2023)", "continuous", False, {**_GP, "m": 50}, "sequential", "box"),
-    "mini_gp_ucb": AlgorithmSpec("mini_gp_ucb", "mini-META GP-UCB: repeat x_h while 1 + n s~^2(x_h) <= C",
+    "mini_gp_ucb": _box("mini_gp_ucb", "mini-META GP-UCB: repeat x_h while 1 + n s~^2(x_h) <= C",
                                  "continuous", True, {**_GP, "C": 2.0}, "sequential", "box"),
     # m: the low dimension d of the random embedding (4: our choice, the GSSBO paper does not state it)
-    "rembo": AlgorithmSpec("rembo", "REMBO: GP-UCB on y in [-sqrt(d), sqrt(d)]^d, x = clip(A y), A Gaussian",
+    "rembo": _box("rembo", "REMBO: GP-UCB on y in [-sqrt(d), sqrt(d)]^d, x = clip(A y), A Gaussian",
                            "continuous", False, {**_GP, "m": 4}, "sequential", "box"),
-    "hesbo": AlgorithmSpec("hesbo", "HeSBO: GP-UCB on y in [-1, 1]^d, x = S y, S a count sketch (one +-1 per row)",
+    "hesbo": _box("hesbo", "HeSBO: GP-UCB on y in [-1, 1]^d, x = S y, S a count sketch (one +-1 per row)",
                            "continuous", False, {**_GP, "m": 4}, "sequential", "box"),
     # m: conditioning-set size, fixed (32: our choice; Jimenez & Katzfuss grow it like 7.2 log10(n)^2)
-    "vecchia_bo": AlgorithmSpec("vecchia_bo", "VecchiaBO: GP-UCB on a Vecchia GP (maximin order, m nearest "
+    "vecchia_bo": _box("vecchia_bo", "VecchiaBO: GP-UCB on a Vecchia GP (maximin order, m nearest "
                                 "earlier neighbours)", "continuous", False, {**_GP, "m": 32}, "sequential", "box",
                                 batched_lapack=True),  # one m x m Cholesky per candidate point, batched
     # GSSBO App. B.5 (Figs. 10-11); the paper gives no settings: every value is our choice unless marked.
@@ -148,69 +175,89 @@ BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
     # of MLP weights and GP hyperparameters (dkl_ucb) or of the members (bnn_ucb) per round, warm-started;
     # dkl_ucb's gp_fit: adam = the likelihood (Wilson et al.), map = the box core's prior on the base kernel added
     # to it (same Adam steps); beta_c = 0.02 as the box core's, by measurement (docs/reproductions.md#box-core-dkl)
-    "dkl_ucb": AlgorithmSpec("dkl_ucb", "Deep-kernel UCB: exact GP, Matérn-5/2 on MLP features (Wilson et al. "
+    "dkl_ucb": _box("dkl_ucb", "Deep-kernel UCB: exact GP, Matérn-5/2 on MLP features (Wilson et al. "
                              "2016)", "continuous", False,
                              {**_BO, "gp_fit": "adam", "beta_c": 0.02, "fit_steps": 50, "lr_fit": 0.01,
                               "hidden": [32, 32], "features": 4}, "sequential", "box"),
     # ensemble: E members (5, with one hidden layer of 50 units: Lakshminarayanan et al.'s UCI setting); kappa:
     # UCB = mu + kappa sigma (our choice; it replaces beta_c); loss: mean squared error (bnn_bo.py says why not
     # the Gaussian NLL)
-    "bnn_ucb": AlgorithmSpec("bnn_ucb", "BNN-UCB: deep ensemble of E MLPs, UCB = mean + kappa std "
+    "bnn_ucb": _box("bnn_ucb", "BNN-UCB: deep ensemble of E MLPs, UCB = mean + kappa std "
                              "(Lakshminarayanan et al. 2017)", "continuous", False,
                              {**{k: v for k, v in _BO.items() if k not in ("beta_c", "beta_rule")}, "fit_steps": 100,
                               "lr_fit": 0.01, "hidden": [50], "ensemble": 5, "kappa": 2.0}, "sequential", "box"),
 }
 
-# One registry for both domains; ALGORITHMS / BO_ALGORITHMS are its two domains
+# One registry for both domains; ALGORITHMS / BO_ALGORITHMS are its two domains as the package ships them
 REGISTRY: dict[str, AlgorithmSpec] = {**ALGORITHMS, **BO_ALGORITHMS}
-assert all(s.domain == "arms" for s in ALGORITHMS.values()) and all(s.domain == "box" for s in BO_ALGORITHMS.values())
+DEFAULT_RULES = {"gp_ucb": "sequential", "gp_bucb": "product", "bkb": "sequential", "bbkb": "bbkb_global",
+                 "bbkb_local": "bbkb_local", "eps_greedy": "sequential", "sbpe": "schedule"}
 
-_BATCH_RULE_NAMES = {"product": "product", "sum": "bbkb_global"}  # gp_bucb's ``batch_rule`` option
+
+def register(spec: AlgorithmSpec, *, replace: bool = False) -> AlgorithmSpec:
+    """Add ``spec`` to :data:`REGISTRY` under its name, so that the name works wherever an algorithm is named
+    (``sb.run("ucb1", ...)``, the CLI's ``algorithm.name``). A name that is taken needs ``replace=True`` (a
+    registry algorithm's name never: pass your spec itself instead). Returns the spec."""
+    if not isinstance(spec, AlgorithmSpec):
+        raise ValueError(f"register takes a sketchbo.AlgorithmSpec; got a {type(spec).__name__}")
+    taken = REGISTRY.get(spec.name)
+    if taken is not None and taken is not spec:
+        if spec.name in ALGORITHMS or spec.name in BO_ALGORITHMS:
+            raise ValueError(f"algorithm name {spec.name!r} is a sketchbo algorithm; give your spec another name")
+        if not replace:
+            raise ValueError(f"algorithm name {spec.name!r} is registered already; pass replace=True to replace it")
+    REGISTRY[spec.name] = spec
+    return spec
 
 
-def oversampling(hyper: dict) -> float:
-    """``Params.qbar`` from a finite-arm algorithm's hyperparameters: BBKB/BKB's dictionary oversampling
-    ``qbar``, or S-BPE's recursive-RLS oversampling ``rls_qbar`` (1.0 for algorithms with neither)."""
-    return hyper.get("qbar", hyper.get("rls_qbar", 1.0))
+def get_spec(algorithm, domain: str | None = None) -> AlgorithmSpec:
+    """The spec of ``algorithm``: an :class:`AlgorithmSpec` as it is, or a name of :data:`REGISTRY`. The one
+    place where an algorithm is looked up: ValueError listing the names when it is unknown, or naming the
+    domain when it is not ``domain``'s ("arms" | "box")."""
+    if isinstance(algorithm, AlgorithmSpec):
+        spec = algorithm
+    elif isinstance(algorithm, str) and algorithm in REGISTRY:
+        spec = REGISTRY[algorithm]
+    else:
+        raise ValueError(f"algorithm={algorithm!r} is not a known algorithm; choose one of {sorted(REGISTRY)}, or "
+                         "pass a sketchbo.AlgorithmSpec")
+    if domain is not None and spec.domain != domain:
+        names = domain_names(domain)
+        where = "a finite candidate set" if spec.domain == "arms" else "a box"
+        raise ValueError(f"algorithm={spec.name!r} runs on {where} (domain {spec.domain!r}); algorithms for this "
+                         f"problem: {names}")
+    return spec
+
+
+def domain_names(domain: str) -> list[str]:
+    """The registered names of a domain's algorithms ("arms" | "box"), sorted."""
+    return sorted(n for n, s in REGISTRY.items() if s.domain == domain)
+
+
+def params_of(algorithm, **values):
+    """The params NamedTuple of an algorithm (a spec or a registered name) filled from ``values``, which may
+    hold more keys than it has fields (they are ignored), e.g. to call its functions by hand. ValueError
+    naming the fields without a value."""
+    cls = get_spec(algorithm).params
+    missing = [f for f in cls._fields if f not in values]
+    if missing:
+        raise ValueError(f"params_of({getattr(algorithm, 'name', algorithm)!r}): no value for {missing}")
+    return cls(**{f: values[f] for f in cls._fields})
 
 
 def rule_name(spec: AlgorithmSpec, hyper: dict) -> str:
-    if spec.name == "gp_bucb":
-        return _BATCH_RULE_NAMES[hyper.get("batch_rule", "product")]
-    return spec.default_rule
+    """The batch rule of a finite registry algorithm (``finite_hyper.rule_name``)."""
+    return finite_hyper.rule_name(DEFAULT_RULES[spec.name], hyper)
 
 
 def build(spec: AlgorithmSpec, static) -> Algorithm:
-    """The algorithm's functions for a static config of its domain (:class:`Static` for finite arms, whose
-    ``static.batch_rule`` names the rule; :class:`BOStatic` for boxes)."""
-    if spec.domain == "box":
-        return build_bo(spec, static)
-    if spec.engine == "sbpe":  # its batch schedule is fixed by T (not a BATCH_RULES rule)
-        return make_sbpe(static)
-    rule = BATCH_RULES[static.batch_rule]
-    if spec.engine == "sparse":
-        return make_sparse_ucb(static, rule, sequential=not spec.batched)
-    if spec.engine == "exact":
-        return make_exact_ucb(static, rule, sequential=not spec.batched)
-    return make_eps_greedy(static)
+    """The algorithm's functions for a static config of its domain (``spec.factory(static)``)."""
+    return spec.build(static)
 
 
-def build_bo(spec: AlgorithmSpec, static: BOStatic) -> Algorithm:
-    """A continuous-domain algorithm's functions (``static.variant`` names it)."""
-    if spec.name not in BO_ALGORITHMS:
-        raise ValueError(f"algorithm={spec.name!r} is not a continuous-domain algorithm; choose one of "
-                         f"{sorted(BO_ALGORITHMS)}")
-    if spec.name in EMBEDDINGS:
-        return make_embedding_bo(static)
-    if spec.name == "vecchia_bo":
-        return make_vecchia_bo(static)
-    if spec.name == "dkl_ucb":
-        return make_dkl_bo(static)
-    if spec.name == "bnn_ucb":
-        return make_bnn_bo(static)
-    return make_subset_bo(static)
+build_bo = build  # the box registry's name for the same call
 
 
 __all__ = ["oversampling", "REGISTRY", "ALGORITHMS", "BO_ALGORITHMS", "BoxSet", "Feedback", "StepInfo", "RoundInfo",
-           "BOParams", "BOStatic", "GP_CORES", "build_bo", "AlgorithmSpec", "Algorithm", "ArmSet", "Params",
-           "Static", "build", "rule_name"]
+           "BOStatic", "GP_CORES", "build_bo", "AlgorithmSpec", "Algorithm", "ArmSet",
+           "Static", "build", "domain_names", "get_spec", "params_of", "register", "rule_name"]

@@ -29,11 +29,20 @@ import jax.numpy as jnp
 from sketchbo import acquisition
 from sketchbo.algorithms.common import Algorithm, Feedback, RoundInfo, StepInfo
 from sketchbo.algorithms.mlp import adam_fit, init_mlp, mlp_apply
-from sketchbo.algorithms.subset_bo import (BOParams, BOStatic, Data, append_batch, data_mean, data_valid,
+from sketchbo.algorithms.subset_bo import (BOStatic, Data, append_batch, data_mean, data_valid,
                                            design_or_planned, empty_data)
 from sketchbo.gp import hyper
 
 ACTIVATION = "relu"
+
+
+class BNNParams(NamedTuple):
+    """BNN-UCB's float hyperparameters (() arrays)."""
+
+    kappa: jax.Array  # UCB = mu + kappa sigma of the ensemble
+    lr_fit: jax.Array  # Adam step of the fit
+    lr_acq: jax.Array  # Adam step of the acquisition refinement
+    local_scale: jax.Array  # std of the incumbent perturbations
 
 
 class EnsembleState(NamedTuple):
@@ -93,21 +102,21 @@ def make_bnn_bo(static: BOStatic) -> Algorithm:
     cap, d, n0, E = static.cap, static.d, static.n0, static.ensemble
     widths = (d, *static.hidden, 1)
 
-    def init(key, problem, params: BOParams) -> EnsembleState:
+    def init(key, problem, params: BNNParams) -> EnsembleState:
         del problem
         dt = params.kappa.dtype
         data = empty_data(cap, d, dt)
         return EnsembleState(data=data, nets=init_ensemble(key, E, widths, dt), beta=jnp.zeros((), dt),
                              next_x=jnp.full((d,), 0.5, dt), t=jnp.zeros((), jnp.int32), batch_open=jnp.asarray(True))
 
-    def select(key, state: EnsembleState, params: BOParams):
+    def select(key, state: EnsembleState, params: BNNParams):
         x, new = design_or_planned(key, state, n0)
         return x, new, StepInfo(dict_size=state.data.n)
 
-    def update(state: EnsembleState, fb: Feedback, params: BOParams):
-        return state._replace(data=append_batch(state.data, fb.points, fb.rewards, fb.valid, False, n0)), None
+    def update(state: EnsembleState, fb: Feedback, params: BNNParams):
+        return state._replace(data=append_batch(state.data, fb.points, fb.rewards, fb.valid, False, n0))
 
-    def resparsify(key, state: EnsembleState, params: BOParams):
+    def resparsify(key, state: EnsembleState, params: BNNParams):
         data = state.data
         valid, y = data_valid(data), data_mean(data)
         nets, fit_info = fit_ensemble(state.nets, data.x, y, valid, static.fit_steps, params.lr_fit)
@@ -119,8 +128,8 @@ def make_bnn_bo(static: BOStatic) -> Algorithm:
         return new, RoundInfo(dict_size=data.n, beta=beta, ucb=val, mse=jnp.mean(fit_info["mse"]),
                               **acq_info)
 
-    return Algorithm(init, select, update, resparsify)
+    return Algorithm(init, select, update, refit=resparsify)
 
 
-__all__ = ["EnsembleState", "init_ensemble", "member_outputs", "ensemble_loss", "fit_ensemble",
+__all__ = ["BNNParams", "EnsembleState", "init_ensemble", "member_outputs", "ensemble_loss", "fit_ensemble",
            "ensemble_predict", "make_bnn_bo"]

@@ -1,9 +1,9 @@
 """Types shared by every algorithm, and the confidence widths beta of BKB / BBKB.
 
-The contract (docs/architecture.md#algorithm-contract): a factory closes over a hashable :class:`Static` config
-and returns
-``Algorithm(init, select, update, resparsify)`` of pure functions; float hyperparameters live in
-:class:`Params` (arrays, so a sweep can be a vmap axis without recompiling).
+The contract (``sketchbo.contract``, docs/architecture.md#algorithm-contract): a factory closes over a hashable
+static config and returns ``Algorithm(init, select, update, refit)`` of pure functions. The finite registry's
+algorithms share :class:`Static`; each owns its params (float hyperparameters as arrays, so a sweep can be a
+vmap axis without recompiling).
 
 Confidence widths (docs/algorithms.md#confidence-width), in the papers' lam-scaled variance units (UCB = mu + beta s~):
 
@@ -24,30 +24,15 @@ Confidence widths (docs/algorithms.md#confidence-width), in the papers' lam-scal
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from sketchbo.contract import (  # noqa: F401  (the contract's types, re-exported)
+    Algorithm, ArmSet, BoxSet, Feedback, RoundInfo, StepInfo,
+)
 from sketchbo.gp import sparse_bounds
-
-
-class Algorithm(NamedTuple):
-    """The contract every algorithm of both domains follows (docs/architecture.md#algorithm-contract)."""
-
-    init: Callable  # (key, problem, params) -> state; problem: ArmSet (finite arms) | BoxSet (boxes)
-    select: Callable  # (key, state, params) -> (query, state, StepInfo): one choice of the open batch
-    update: Callable  # (state, Feedback, params) -> (state, None): the finished batch's rewards folded in
-    resparsify: Callable  # (key, state, params) -> (state, RoundInfo): rebuild the model for the next batch
-
-
-class Feedback(NamedTuple):
-    """The feedback of one finished batch (BBKB Alg. 1 L9–10), in the engine's padded layout: one entry per
-    step of the trace, ``valid`` marking the batch's entries."""
-
-    points: jax.Array  # (T,) int32 arm indices (finite arms) | (T, d) points of [0, 1]^d (boxes)
-    rewards: jax.Array  # (T,) observed rewards y_s
-    valid: jax.Array  # (T,) bool: the entries that belong to the batch
 
 
 def arm_feedback(queries, ys) -> Feedback:
@@ -60,58 +45,9 @@ def padded_queries(fb: Feedback):
     return jnp.where(fb.valid, fb.points, -1)
 
 
-class StepInfo(NamedTuple):
-    """What ``select`` reports about one choice. A field an algorithm has no such quantity for is None
-    (absent), never an invented zero."""
-
-    dict_size: jax.Array | None = None  # () int32 rows of the model the choice used (dictionary, posterior, subset)
-    n_refresh: jax.Array | None = None  # () int32 stale UCBs recomputed exactly (lazy UCB engines)
-    loop_iterations: jax.Array | None = None  # () int32 fallback iterations spent on the choice before it committed
-    # () bool: the call chose a query. False: it only refreshed bounds, and the in-batch loop calls ``select``
-    # again for the same step (one loop level per step, ``engine.rounds.select_batch``); None: always True
-    committed: jax.Array | None = None
-
-
-class RoundInfo(NamedTuple):
-    """What ``resparsify`` reports about the new model; absent fields are None."""
-
-    dict_size: jax.Array | None = None  # () int32 rows of the new model
-    beta: jax.Array | None = None  # () confidence width of the next batch
-    dict_wanted: jax.Array | None = None  # () int32 dictionary rows wanted (Nyström engines; > m_max: overflow)
-    pulled_wanted: jax.Array | None = None  # () int32 unique pulled arms to hold (> u_max: overflow)
-    overflow: jax.Array | None = None  # () bool a capacity was too small: the engine grows it and redoes the round
-    # () int32 numerical rank of the dictionary's kernel matrix (docs/architecture.md#numerics)
-    rank: jax.Array | None = None
-    max_clamp: jax.Array | None = None  # () largest negative variance clamped to zero
-    lam_max: jax.Array | None = None  # () S-BPE: largest variance of the pulled arms (Thm 3.5)
-    n_active: jax.Array | None = None  # () int32 S-BPE: arms not yet eliminated
-    lml: jax.Array | None = None  # () log marginal likelihood at the fitted hyperparameters (boxes)
-    ucb: jax.Array | None = None  # () UCB value of the next query (boxes)
-    noise: jax.Array | None = None  # () fitted noise variance (boxes)
-    repeats: jax.Array | None = None  # () int32 mini-META: repeated evaluations of the last point
-    refine_gain: jax.Array | None = None  # () gain of the acquisition's gradient refinement (boxes)
-    on_face: jax.Array | None = None  # () bool the next query (the best refined start) lies on a face of the box
-    starts_on_face: jax.Array | None = None  # () fraction of the refined starts that end on a face (boxes)
-    acq_iterations: jax.Array | None = None  # () int32 refinement iterations run (acquisition.maximize)
-    mse: jax.Array | None = None  # () bnn_ucb: the ensemble's mean training loss (it has no likelihood)
-
-
 def present(value, default):
     """``value`` if the algorithm reports it, else ``default`` (trace-time: absent fields are None)."""
     return default if value is None else value
-
-
-class Params(NamedTuple):
-    """Float hyperparameters (all () arrays)."""
-
-    lam: jax.Array  # regulariser / noise variance lambda of the GP
-    qbar: jax.Array  # dictionary oversampling q-bar
-    C: jax.Array  # batch threshold C~ (BBKB) or C (GP-BUCB)
-    F: jax.Array  # RKHS-norm bound F of the confidence width
-    delta: jax.Array  # confidence level delta
-    xi: jax.Array  # noise standard deviation xi used in the width
-    eps: jax.Array  # exploration probability of eps-greedy
-    kernel: dict  # kernel hyperparameters, e.g. {"sigma2": ()} for rbf
 
 
 class Static(NamedTuple):
@@ -131,20 +67,6 @@ class Static(NamedTuple):
     eig_method: str = "auto"  # eigensolver of the dictionary's m x m algebra (linalg.EIG_METHODS)
     # granularity of the dictionary widths a resparsification runs on (nystrom.slot_widths); 0: always m_max
     slot_block: int = 0
-
-
-class ArmSet(NamedTuple):
-    """What an algorithm sees of a finite problem."""
-
-    arms: jax.Array  # (A, d)
-
-
-class BoxSet(NamedTuple):
-    """What an algorithm sees of a continuous problem: its search box, [0, 1]^d (the problem maps it to its
-    own bounds)."""
-
-    lower: jax.Array  # (d,) zeros
-    upper: jax.Array  # (d,) ones
 
 
 BETA_FAMILIES = ("bkb", "bbkb")
@@ -171,7 +93,7 @@ def batch_feedback(counts, fb: Feedback, var_fb, beta_mode: str):
     return counts.at[qi].add(w), qi, w * fb.rewards, incr
 
 
-def beta_bkb(mode: str, params: Params, t, sum_n_var, kappa2):
+def beta_bkb(mode: str, params, t, sum_n_var, kappa2):
     """BKB width from the current variances of the pulled arms (sum_n_var = sum_i n_i s~^2_t(x_i))."""
     log_inv_delta = jnp.log(1.0 / params.delta)
     root_lam_F = jnp.sqrt(params.lam) * params.F
@@ -182,7 +104,7 @@ def beta_bkb(mode: str, params: Params, t, sum_n_var, kappa2):
     return 2.0 * params.xi * jnp.sqrt(3.0 * log_k2t * sum_n_var + log_inv_delta) + (1.0 + jnp.sqrt(2.0)) * root_lam_F
 
 
-def beta_bbkb(mode: str, params: Params, logdet, c):
+def beta_bbkb(mode: str, params, logdet, c):
     """BBKB width from the accumulated log-determinant; ``c`` is C~ for batched algorithms, 1 otherwise."""
     log_inv_delta = jnp.log(1.0 / params.delta)
     root_lam_F = jnp.sqrt(params.lam) * params.F
@@ -191,7 +113,7 @@ def beta_bbkb(mode: str, params: Params, logdet, c):
     return c * (2.0 * params.xi * jnp.sqrt(logdet + log_inv_delta) + (1.0 + jnp.sqrt(2.0)) * root_lam_F)
 
 
-def beta_vakili(params: Params, lam_max, n_arms):
+def beta_vakili(params, lam_max, n_arms):
     """Theorem 3.5 of Vakili et al. (ICML 2022) in the lam-scaled units of the UCB (``beta: vakili``).
 
     With C_k = F, R = xi, tau^2 = lam and the union bound over the n_arms arms (delta / |X|):

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from sketchbo import acquisition
 from sketchbo.algorithms.common import Algorithm, Feedback, RoundInfo, StepInfo
 from sketchbo.algorithms.mlp import adam_fit, init_mlp, mlp_apply
-from sketchbo.algorithms.subset_bo import (BOParams, BOStatic, Data, append_batch, data_mean, data_valid,
+from sketchbo.algorithms.subset_bo import (BOStatic, Data, append_batch, data_mean, data_valid,
                                            design_or_planned, empty_data)
 from sketchbo.gp import hyper
 
@@ -42,6 +42,15 @@ class DeepKernel(NamedTuple):
 
     net: tuple  # the MLP g: per layer (W (w_in, w_out), b (w_out,)), widths d -> hidden -> features
     hyper: hyper.GPHyper  # base Matérn-5/2 on the features: log_ls (features,), log_scale (), log_noise ()
+
+
+class DKLParams(NamedTuple):
+    """Deep-kernel UCB's float hyperparameters (() arrays)."""
+
+    beta_c: jax.Array  # beta_t = beta_c d log(2t) (beta_rule protocol)
+    lr_fit: jax.Array  # Adam step of the fit
+    lr_acq: jax.Array  # Adam step of the acquisition refinement
+    local_scale: jax.Array  # std of the incumbent perturbations
 
 
 class DKLState(NamedTuple):
@@ -98,7 +107,7 @@ def make_dkl_bo(static: BOStatic) -> Algorithm:
     """Deep-kernel UCB with the MLP d -> ``static.hidden`` -> ``static.features``."""
     cap, d, n0 = static.cap, static.d, static.n0
 
-    def init(key, problem, params: BOParams) -> DKLState:
+    def init(key, problem, params: DKLParams) -> DKLState:
         del problem
         dt = params.beta_c.dtype
         data = empty_data(cap, d, dt)
@@ -106,14 +115,14 @@ def make_dkl_bo(static: BOStatic) -> Algorithm:
                         beta=jnp.zeros((), dt), next_x=jnp.full((d,), 0.5, dt), t=jnp.zeros((), jnp.int32),
                         batch_open=jnp.asarray(True))
 
-    def select(key, state: DKLState, params: BOParams):
+    def select(key, state: DKLState, params: DKLParams):
         x, new = design_or_planned(key, state, n0)
         return x, new, StepInfo(dict_size=state.data.n)
 
-    def update(state: DKLState, fb: Feedback, params: BOParams):
-        return state._replace(data=append_batch(state.data, fb.points, fb.rewards, fb.valid, False, n0)), None
+    def update(state: DKLState, fb: Feedback, params: DKLParams):
+        return state._replace(data=append_batch(state.data, fb.points, fb.rewards, fb.valid, False, n0))
 
-    def resparsify(key, state: DKLState, params: BOParams):
+    def resparsify(key, state: DKLState, params: DKLParams):
         data = state.data
         valid, y = data_valid(data), data_mean(data)
         k, fit_info = fit_dkl(state.kernel, data.x, y, valid, static.fit_steps, params.lr_fit, static.gp_fit)
@@ -125,8 +134,8 @@ def make_dkl_bo(static: BOStatic) -> Algorithm:
         return new, RoundInfo(dict_size=data.n, beta=beta, lml=fit_info["lml"], ucb=val,
                               noise=jnp.exp(k.hyper.log_noise), **acq_info)
 
-    return Algorithm(init, select, update, resparsify)
+    return Algorithm(init, select, update, refit=resparsify)
 
 
-__all__ = ["DeepKernel", "DKLState", "init_kernel", "features", "dkl_log_marginal_likelihood", "fit_dkl",
+__all__ = ["DKLParams", "DeepKernel", "DKLState", "init_kernel", "features", "dkl_log_marginal_likelihood", "fit_dkl",
            "dkl_predict", "make_dkl_bo"]

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from sketchbo.algorithms.common import Algorithm, BoxSet, Feedback
-from sketchbo.algorithms.subset_bo import BOParams, BOState, BOStatic, Data, make_subset_bo
+from sketchbo.algorithms.subset_bo import SubsetParams, BOState, BOStatic, Data, make_subset_bo
 
 EMBEDDINGS = ("rembo", "hesbo")
 
@@ -88,27 +88,27 @@ def make_embedding_bo(static: BOStatic) -> Algorithm:
     def outer(b: BOState, lows, embed) -> EmbedState:
         return EmbedState(*b, low=lows, embed=embed)
 
-    def init(key, problem, params: BOParams) -> EmbedState:
+    def init(key, problem, params: SubsetParams) -> EmbedState:
         k_embed, k_low = jax.random.split(key)
         dt = params.beta_c.dtype
         b = low.init(k_low, BoxSet(jnp.zeros((d,), dt), jnp.ones((d,), dt)), params)  # the low box
         return outer(b, jnp.zeros((static.T, d), dt), draw_embedding(k_embed, kind, D, d, dt))
 
-    def select(key, state: EmbedState, params: BOParams):
+    def select(key, state: EmbedState, params: SubsetParams):
         u, b, info = low.select(key, inner(state), params)
         lows = state.low.at[state.t].set(u)
         return to_box(u, state.embed, half), outer(b, lows, state.embed), info
 
-    def update(state: EmbedState, fb: Feedback, params: BOParams):
+    def update(state: EmbedState, fb: Feedback, params: SubsetParams):
         # fb.points are the D-dimensional queries; the low GP is fitted on their low points, by position
-        b, info = low.update(inner(state), fb._replace(points=state.low), params)
+        b = low.update(inner(state), fb._replace(points=state.low), params)
+        return outer(b, state.low, state.embed)
+
+    def resparsify(key, state: EmbedState, params: SubsetParams):
+        b, info = low.refit(key, inner(state), params)
         return outer(b, state.low, state.embed), info
 
-    def resparsify(key, state: EmbedState, params: BOParams):
-        b, info = low.resparsify(key, inner(state), params)
-        return outer(b, state.low, state.embed), info
-
-    return Algorithm(init, select, update, resparsify)
+    return Algorithm(init, select, update, refit=resparsify)
 
 
 __all__ = ["EMBEDDINGS", "EmbedState", "low_box_halfwidth", "draw_embedding", "to_box", "make_embedding_bo"]

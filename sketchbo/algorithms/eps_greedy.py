@@ -10,7 +10,13 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sketchbo.algorithms.common import Algorithm, Feedback, Params, RoundInfo, Static, StepInfo, batch_feedback
+from sketchbo.algorithms.common import Algorithm, Feedback, RoundInfo, Static, StepInfo, batch_feedback
+
+
+class EpsGreedyParams(NamedTuple):
+    """eps-greedy's float hyperparameter (() array)."""
+
+    eps: jax.Array  # exploration probability
 
 
 class EpsGreedyState(NamedTuple):
@@ -21,13 +27,13 @@ class EpsGreedyState(NamedTuple):
 
 
 def make_eps_greedy(static: Static) -> Algorithm:
-    def init(key, problem, params: Params) -> EpsGreedyState:
+    def init(key, problem, params: EpsGreedyParams) -> EpsGreedyState:
         del key
         A = problem.arms.shape[0]
         dt = problem.arms.dtype
         return EpsGreedyState(jnp.zeros((A,), dt), jnp.zeros((A,), dt), jnp.asarray(True), jnp.zeros((), jnp.int32))
 
-    def select(key, state: EpsGreedyState, params: Params):
+    def select(key, state: EpsGreedyState, params: EpsGreedyParams):
         k_explore, k_arm = jax.random.split(key)
         A = state.counts.shape[0]
         emp = jnp.where(state.counts > 0, state.ysum / jnp.maximum(state.counts, 1.0), -jnp.inf)
@@ -36,13 +42,13 @@ def make_eps_greedy(static: Static) -> Algorithm:
         new = state._replace(batch_open=jnp.asarray(False), t=state.t + 1)
         return q.astype(jnp.int32), new, StepInfo()  # no model, no refresh loop: nothing to report
 
-    def update(state: EpsGreedyState, fb: Feedback, params: Params):
+    def update(state: EpsGreedyState, fb: Feedback, params: EpsGreedyParams):
         counts, qi, wy, _ = batch_feedback(state.counts, fb, state.counts, "code")
-        return state._replace(counts=counts, ysum=state.ysum.at[qi].add(wy)), None
+        return state._replace(counts=counts, ysum=state.ysum.at[qi].add(wy))
 
-    def resparsify(key, state: EpsGreedyState, params: Params):
+    def resparsify(key, state: EpsGreedyState, params: EpsGreedyParams):
         """No model to rebuild: only opens the next batch (of one)."""
         del key
         return state._replace(batch_open=jnp.asarray(True)), RoundInfo()
 
-    return Algorithm(init, select, update, resparsify)
+    return Algorithm(init, select, update, refit=resparsify)

@@ -18,10 +18,21 @@ import jax
 import jax.numpy as jnp
 
 from sketchbo.algorithms.batch_rules import BatchRule
-from sketchbo.algorithms.common import (Algorithm, Feedback, Params, RoundInfo, Static, StepInfo, batch_feedback,
+from sketchbo.algorithms.common import (Algorithm, Feedback, RoundInfo, Static, StepInfo, batch_feedback,
                                        beta_bbkb, beta_bkb, padded_queries)
 from sketchbo.gp import exact
 from sketchbo.kernels import get_kernel
+
+
+class ExactUCBParams(NamedTuple):
+    """Exact GP-UCB / GP-BUCB's float hyperparameters (() arrays; the kernel's a dict of them)."""
+
+    lam: jax.Array  # regulariser / noise variance lambda of the GP
+    C: jax.Array  # batch threshold C~ (BBKB) or C (GP-BUCB); 1 for sequential algorithms
+    F: jax.Array  # RKHS-norm bound F of the confidence width
+    delta: jax.Array  # confidence level delta
+    xi: jax.Array  # noise standard deviation xi used in the width
+    kernel: dict  # kernel hyperparameters, e.g. {"sigma2": ()} for rbf
 
 
 class ExactUCBState(NamedTuple):
@@ -40,7 +51,7 @@ class ExactUCBState(NamedTuple):
 def make_exact_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorithm:
     kernel = get_kernel(static.kernel)
 
-    def init(key, problem, params: Params) -> ExactUCBState:
+    def init(key, problem, params: ExactUCBParams) -> ExactUCBState:
         arms = problem.arms
         A = arms.shape[0]
         dt = arms.dtype
@@ -52,7 +63,7 @@ def make_exact_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorit
             t=jnp.zeros((), jnp.int32), first_arm=jax.random.randint(key, (), 0, A, dtype=jnp.int32),
         )
 
-    def select(key, state: ExactUCBState, params: Params):
+    def select(key, state: ExactUCBState, params: ExactUCBParams):
         del key
         ucb = state.gp.mean + state.beta * jnp.sqrt(state.gp.var / params.lam)  # mean frozen in-batch
         first = state.t == 0
@@ -68,12 +79,12 @@ def make_exact_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorit
         # the posterior's rows: the unique arms with feedback (no lazy refresh: the UCBs are all exact)
         return q, new, StepInfo(dict_size=jnp.sum(state.counts > 0).astype(jnp.int32))
 
-    def update(state: ExactUCBState, fb: Feedback, params: Params):
+    def update(state: ExactUCBState, fb: Feedback, params: ExactUCBParams):
         counts, _, _, incr = batch_feedback(state.counts, fb, state.var_fb, static.beta_mode)
         gp = exact.add_feedback(state.gp, padded_queries(fb), fb.rewards, params.lam)
-        return state._replace(gp=gp, counts=counts, logdet=state.logdet + incr), None
+        return state._replace(gp=gp, counts=counts, logdet=state.logdet + incr)
 
-    def resparsify(key, state: ExactUCBState, params: Params):
+    def resparsify(key, state: ExactUCBState, params: ExactUCBParams):
         del key
         var = state.gp.var / params.lam
         if static.beta_family == "bkb":
@@ -89,4 +100,4 @@ def make_exact_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorit
         return new, RoundInfo(dict_size=n_unique, beta=beta, pulled_wanted=n_unique,
                               overflow=n_unique > static.u_max)
 
-    return Algorithm(init, select, update, resparsify)
+    return Algorithm(init, select, update, refit=resparsify)

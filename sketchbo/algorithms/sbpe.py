@@ -52,7 +52,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sketchbo.algorithms.common import Algorithm, Feedback, Params, RoundInfo, Static, StepInfo, first_argmax
+from sketchbo.algorithms.common import Algorithm, Feedback, RoundInfo, Static, StepInfo, first_argmax
 from sketchbo.gp import nystrom, rls, sparse_bounds
 from sketchbo.kernels import get_kernel
 from sketchbo.linalg import mm
@@ -69,6 +69,17 @@ def batch_lengths(T: int) -> tuple[int, ...]:
         total += n
         prev = math.ceil(math.sqrt(T * prev))
     return tuple(lengths)
+
+
+class SBPEParams(NamedTuple):
+    """S-BPE's float hyperparameters (() arrays; the kernel's a dict of them)."""
+
+    lam: jax.Array  # regulariser / noise variance lambda of the GP
+    qbar: jax.Array  # Alg. 2's RLS oversampling (the hyperparameter rls_qbar)
+    F: jax.Array  # RKHS-norm bound F of the confidence width
+    delta: jax.Array  # confidence level delta
+    xi: jax.Array  # noise standard deviation xi used in the width
+    kernel: dict  # kernel hyperparameters, e.g. {"sigma2": ()} for rbf
 
 
 class SBPEState(NamedTuple):
@@ -90,7 +101,7 @@ WIDTHS = ("code", "paper")  # static.beta_mode: practical | Theorem 3.5 (Eq. (13
 IN_BATCH = ("code", "paper")  # static.resample: exact rank-one in-batch variance | RLS before every choice (L6)
 
 
-def elimination_width(beta_mode: str, params: Params, lam_max, n_batches: int, n_arms: int):
+def elimination_width(beta_mode: str, params: SBPEParams, lam_max, n_batches: int, n_arms: int):
     """beta of Eq. (13) (``paper``: Thm 3.5 with delta / (4 B |X|)) or the practical exact-GP width (``code``)."""
     tau = jnp.sqrt(params.lam)
     if beta_mode == "paper":
@@ -121,7 +132,7 @@ def make_sbpe(static: Static) -> Algorithm:
     exact_in_batch = static.resample == "code"
     n_cols = max(lengths) if exact_in_batch else 1  # N_max: columns of the in-batch factor
 
-    def _inducing(key, state, params: Params, j):
+    def _inducing(key, state, params: SBPEParams, j):
         """Alg. 1, L6: recursive RLS on the batch's points with delta_j = 3 delta / (pi^2 B j^2) (Thm 5.2)."""
         p_idx, p_mask, n_unique = nystrom.pulled_list(state.batch_counts, u_max)
         delta_j = 3.0 * params.delta / (jnp.pi ** 2 * n_batches * jnp.maximum(j, 1) ** 2)
@@ -130,7 +141,7 @@ def make_sbpe(static: Static) -> Algorithm:
                                    c_base=BASE_PER_QBAR * params.qbar, c_os=params.qbar)
         return sample, p_idx, p_mask, n_unique
 
-    def init(key, problem, params: Params) -> SBPEState:
+    def init(key, problem, params: SBPEParams) -> SBPEState:
         del key  # the first choice is random through select's tie-breaking
         arms = problem.arms
         A = arms.shape[0]
@@ -143,7 +154,7 @@ def make_sbpe(static: Static) -> Algorithm:
             G=jnp.zeros((A, n_cols), dt), batch_open=jnp.asarray(True), t=jnp.zeros((), jnp.int32),
         )
 
-    def _select_rls(key, state: SBPEState, params: Params):
+    def _select_rls(key, state: SBPEState, params: SBPEParams):
         """``resample=paper``: L6–L8 as printed, the sparse variance with inducing points redrawn now."""
         k_rls, k_tie = jax.random.split(key)
         sample, p_idx, p_mask, _ = _inducing(k_rls, state, params, state.batch_t)
@@ -153,7 +164,7 @@ def make_sbpe(static: Static) -> Algorithm:
         new = state._replace(dict_wanted=jnp.maximum(state.dict_wanted, sample.wanted))
         return q, new, jnp.sum(sample.mask).astype(jnp.int32)
 
-    def _select_exact(key, state: SBPEState, params: Params):
+    def _select_exact(key, state: SBPEState, params: SBPEParams):
         """``resample=code``: L8 on the exact in-batch variance, then its rank-one update by the new point."""
         q = pick_max_variance(key, state.var, state.active)
         cov = kernel.k(params.kernel, state.arms, state.arms[q][None, :])[:, 0] - mm(state.G, state.G[q])  # (A,)
@@ -161,7 +172,7 @@ def make_sbpe(static: Static) -> Algorithm:
         new = state._replace(var=jnp.maximum(state.var - g * g, 0.0), G=state.G.at[:, state.batch_t].set(g))
         return q, new, state.batch_t + 1  # the exact posterior of the batch's points, this one included
 
-    def select(key, state: SBPEState, params: Params):
+    def select(key, state: SBPEState, params: SBPEParams):
         choose = _select_exact if exact_in_batch else _select_rls
         q, state, dict_size = choose(key, state, params)
         batch_t = state.batch_t + 1
@@ -170,12 +181,12 @@ def make_sbpe(static: Static) -> Algorithm:
                              batch_open=batch_t < n_i, t=state.t + 1)
         return q, new, StepInfo(dict_size=dict_size)
 
-    def update(state: SBPEState, fb: Feedback, params: Params):
+    def update(state: SBPEState, fb: Feedback, params: SBPEParams):
         """Alg. 1, L14: the batch's rewards (its pulls were counted when chosen)."""
         qi = jnp.where(fb.valid, fb.points, 0)
-        return state._replace(batch_ysum=state.batch_ysum.at[qi].add(jnp.where(fb.valid, fb.rewards, 0.0))), None
+        return state._replace(batch_ysum=state.batch_ysum.at[qi].add(jnp.where(fb.valid, fb.rewards, 0.0)))
 
-    def resparsify(key, state: SBPEState, params: Params):
+    def resparsify(key, state: SBPEState, params: SBPEParams):
         """Alg. 1, L16–17: statistics of the finished batch, elimination with Eq. (13), a new empty batch."""
         sample, p_idx, p_mask, n_unique = _inducing(key, state, params, state.batch_t)
         stats = sparse_bounds.svgp_statistics(kernel, params.kernel, state.arms, state.kdiag, sample.idx,
@@ -202,8 +213,8 @@ def make_sbpe(static: Static) -> Algorithm:
             rank=stats.post.rank.astype(jnp.int32), max_clamp=stats.post.max_clamp, lam_max=lam_max,
             n_active=jnp.sum(active).astype(jnp.int32))
 
-    return Algorithm(init, select, update, resparsify)
+    return Algorithm(init, select, update, refit=resparsify)
 
 
-__all__ = ["IN_BATCH", "SBPEState", "WIDTHS", "batch_lengths", "elimination_width", "make_sbpe",
+__all__ = ["SBPEParams", "IN_BATCH", "SBPEState", "WIDTHS", "batch_lengths", "elimination_width", "make_sbpe",
            "pick_max_variance"]

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 
 from sketchbo.algorithms.batch_rules import BatchRule
 from sketchbo.algorithms.common import (
-    Algorithm, Feedback, Params, RoundInfo, Static, StepInfo, UCBTable, any_seed, batch_feedback, beta_bbkb,
+    Algorithm, Feedback, RoundInfo, Static, StepInfo, UCBTable, any_seed, batch_feedback, beta_bbkb,
     beta_bkb, beta_vakili, block_size, lazy_argmax_round, seeds_vmapped, table_argmax, ucb_table,
 )
 from sketchbo.gp import nystrom, sparse_bounds
@@ -40,6 +40,18 @@ def _as(dtype, tree):
 def _finite_or_worst(u):
     """A NaN UCB (a numerical failure) never wins the argmax and cannot select a padding slot."""
     return jnp.where(jnp.isnan(u), -jnp.inf, u)
+
+
+class SparseUCBParams(NamedTuple):
+    """BKB / BBKB's float hyperparameters (() arrays; the kernel's a dict of them)."""
+
+    lam: jax.Array  # regulariser / noise variance lambda of the GP
+    qbar: jax.Array  # dictionary oversampling q-bar
+    C: jax.Array  # batch threshold C~ (BBKB) or C (GP-BUCB); 1 for sequential algorithms
+    F: jax.Array  # RKHS-norm bound F of the confidence width
+    delta: jax.Array  # confidence level delta
+    xi: jax.Array  # noise standard deviation xi used in the width
+    kernel: dict  # kernel hyperparameters, e.g. {"sigma2": ()} for rbf
 
 
 class SparseUCBState(NamedTuple):
@@ -73,7 +85,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
     per_pull = static.resample == "paper"
     block = block_size(static.A)
 
-    def init(key, problem, params: Params) -> SparseUCBState:
+    def init(key, problem, params: SparseUCBParams) -> SparseUCBState:
         arms = problem.arms
         dt = arms.dtype
         fdt = nystrom.factor_dtype(dt)
@@ -101,7 +113,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
     def _dict_points(state):
         return state.arms[state.dict_idx]
 
-    def select(key, state: SparseUCBState, params: Params):
+    def select(key, state: SparseUCBState, params: SparseUCBParams):
         del key  # selection is deterministic given the state
         dt, fdt = state.arms.dtype, state.W.dtype  # the m x m algebra in the factor dtype (nystrom.factor_dtype)
         Xs = _dict_points(state)
@@ -137,9 +149,9 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
         return q, new, StepInfo(dict_size=jnp.sum(state.dict_mask).astype(jnp.int32), n_refresh=n_refresh,
                                 loop_iterations=state.attempt, committed=commit)
 
-    def update(state: SparseUCBState, fb: Feedback, params: Params):
+    def update(state: SparseUCBState, fb: Feedback, params: SparseUCBParams):
         counts, qi, wy, incr = batch_feedback(state.counts, fb, state.var_fb, static.beta_mode)
-        return state._replace(counts=counts, ysum=state.ysum.at[qi].add(wy), logdet=state.logdet + incr), None
+        return state._replace(counts=counts, ysum=state.ysum.at[qi].add(wy), logdet=state.logdet + incr)
 
     def _posterior(state, idx, mask, p_idx, p_mask, params):
         """The new dictionary's posterior (BBKB Eq. 1–2), on the narrowest slot width holding the dictionary
@@ -152,7 +164,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             return nystrom.posterior(*args)
         return nystrom.posterior_on_width(nystrom.width_index(mask, widths), *args, block=static.slot_block)
 
-    def resparsify(key, state: SparseUCBState, params: Params):
+    def resparsify(key, state: SparseUCBState, params: SparseUCBParams):
         if static.exact_dictionary:
             idx, mask, wanted = nystrom.exact_dictionary(state.counts, m_max)
         else:  # Alg. 1, L11–16 with the start-of-batch variances s~^2_fb
@@ -184,4 +196,4 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             pulled_wanted=n_unique.astype(jnp.int32), overflow=(wanted > m_max) | (n_unique > static.u_max),
             rank=post.rank.astype(jnp.int32), max_clamp=post.max_clamp)
 
-    return Algorithm(init, select, update, resparsify)
+    return Algorithm(init, select, update, refit=resparsify)

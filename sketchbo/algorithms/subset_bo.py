@@ -99,16 +99,15 @@ class BOStatic(NamedTuple):
     ensemble: int = 0  # bnn_ucb: members E of the deep ensemble
 
 
-class BOParams(NamedTuple):
-    """Float hyperparameters (() arrays)."""
+class SubsetParams(NamedTuple):
+    """The subset variants' (and the random embeddings') float hyperparameters (() arrays)."""
 
     beta_c: jax.Array  # beta_t = beta_c d log(2t) (beta_rule protocol)
     sigma_d2: jax.Array  # GSSBO gradient-perturbation variance sigma_d^2
-    C: jax.Array  # mini-META repetition threshold C~
-    lr_fit: jax.Array  # Adam step of the hyperparameter fit
+    C: jax.Array  # mini-META repetition threshold C~ (1 for the others)
+    lr_fit: jax.Array  # Adam step of the fit
     lr_acq: jax.Array  # Adam step of the acquisition refinement
     local_scale: jax.Array  # std of the incumbent perturbations
-    kappa: jax.Array | None = None  # bnn_ucb's UCB width: mu + kappa sigma (None: not given, unused elsewhere)
 
 
 class Data(NamedTuple):
@@ -214,7 +213,7 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
     M = model_size(static)
     cap, d, n0 = static.cap, static.d, static.n0
 
-    def init(key, problem, params: BOParams) -> BOState:
+    def init(key, problem, params: SubsetParams) -> BOState:
         del key, problem  # the box is [0, 1]^d (static.d)
         dt = params.beta_c.dtype
         data = empty_data(cap, d, dt)
@@ -223,7 +222,7 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
             hyper=hyper.init_hyper(d, dt), beta=jnp.zeros((), dt), next_x=jnp.full((d,), 0.5, dt),
             repeats=jnp.ones((), jnp.int32), t=jnp.zeros((), jnp.int32), batch_open=jnp.asarray(True))
 
-    def select(key, state: BOState, params: BOParams):
+    def select(key, state: BOState, params: SubsetParams):
         initial = state.t < n0
         x = jnp.where(initial, jax.random.uniform(key, (d,), dtype=state.next_x.dtype), state.next_x)
         left = jnp.where(initial, 1, state.repeats - 1)
@@ -231,10 +230,10 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
         new = state._replace(t=state.t + 1, repeats=left, batch_open=~close)
         return x, new, StepInfo(dict_size=jnp.sum(state.sub_mask).astype(jnp.int32))
 
-    def update(state: BOState, fb: Feedback, params: BOParams):
-        return state._replace(data=append_batch(state.data, fb.points, fb.rewards, fb.valid, merge, n0)), None
+    def update(state: BOState, fb: Feedback, params: SubsetParams):
+        return state._replace(data=append_batch(state.data, fb.points, fb.rewards, fb.valid, merge, n0))
 
-    def choose_rows(key, state: BOState, params: BOParams, valid, y):
+    def choose_rows(key, state: BOState, params: SubsetParams, valid, y):
         """Alg. 1 L12-14: the model's rows (with the previous round's hyperparameters)."""
         data = state.data
         forced = subset.forced_rows(data.n, n0, cap)
@@ -259,7 +258,7 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
         post = hyper.posterior(h, X, y, mask, counts)
         return lambda xq: hyper.predict(post, xq), jnp.exp(h.log_noise)
 
-    def resparsify(key, state: BOState, params: BOParams):
+    def resparsify(key, state: BOState, params: SubsetParams):
         k_sel, k_acq = jax.random.split(key)
         data = state.data
         valid = data_valid(data)
@@ -293,7 +292,7 @@ def make_subset_bo(static: BOStatic) -> Algorithm:
         return new, RoundInfo(dict_size=jnp.sum(mask).astype(jnp.int32), beta=beta, lml=fit_info["lml"], ucb=val,
                               noise=noise, repeats=repeats if merge else None, **acq_info)
 
-    return Algorithm(init, select, update, resparsify)
+    return Algorithm(init, select, update, refit=resparsify)
 
 
 IPA_FLOOR = 1e-6  # added to every quality (standardised units): all samples keep a positive weight (our choice)
@@ -342,7 +341,7 @@ def _nystrom_predict(h: hyper.GPHyper, data: Data, idx, mask, valid, y):
     return predict, lam
 
 
-__all__ = ["VARIANTS", "BOStatic", "BOParams", "BOState", "Data", "dynamic_buffer_size", "append_batch", "empty_data",
+__all__ = ["VARIANTS", "BOStatic", "SubsetParams", "BOState", "Data", "dynamic_buffer_size", "append_batch", "empty_data",
            "design_or_planned",
            "model_size", "gssbo_rule", "ipa_quality", "ipa_rows",
            "make_subset_bo"]

@@ -29,12 +29,21 @@ import jax.numpy as jnp
 
 from sketchbo import acquisition
 from sketchbo.algorithms.common import Algorithm, Feedback, RoundInfo, StepInfo
-from sketchbo.algorithms.subset_bo import (BOParams, BOStatic, Data, append_batch, data_mean, data_valid,
+from sketchbo.algorithms.subset_bo import (BOStatic, Data, append_batch, data_mean, data_valid,
                                            design_or_planned, empty_data)
 from sketchbo.gp import hyper
 from sketchbo.kernels import sq_dist
 
 MATERN = hyper.MATERN
+
+
+class VecchiaParams(NamedTuple):
+    """VecchiaBO's float hyperparameters (() arrays)."""
+
+    beta_c: jax.Array  # beta_t = beta_c d log(2t) (beta_rule protocol)
+    lr_fit: jax.Array  # Adam step of the fit
+    lr_acq: jax.Array  # Adam step of the acquisition refinement
+    local_scale: jax.Array  # std of the incumbent perturbations
 
 
 class VecchiaState(NamedTuple):
@@ -202,21 +211,21 @@ def make_vecchia_bo(static: BOStatic) -> Algorithm:
     """VecchiaBO with m = ``static.M`` neighbours (the registry's ``m``)."""
     cap, d, n0, m = static.cap, static.d, static.n0, static.M
 
-    def init(key, problem, params: BOParams) -> VecchiaState:
+    def init(key, problem, params: VecchiaParams) -> VecchiaState:
         del key, problem  # the box is [0, 1]^d (static.d)
         dt = params.beta_c.dtype
         data = empty_data(cap, d, dt)
         return VecchiaState(data=data, hyper=hyper.init_hyper(d, dt), beta=jnp.zeros((), dt),
                             next_x=jnp.full((d,), 0.5, dt), t=jnp.zeros((), jnp.int32), batch_open=jnp.asarray(True))
 
-    def select(key, state: VecchiaState, params: BOParams):
+    def select(key, state: VecchiaState, params: VecchiaParams):
         x, new = design_or_planned(key, state, n0)
         return x, new, StepInfo(dict_size=jnp.minimum(state.data.n, m).astype(jnp.int32))
 
-    def update(state: VecchiaState, fb: Feedback, params: BOParams):
-        return state._replace(data=append_batch(state.data, fb.points, fb.rewards, fb.valid, False, n0)), None
+    def update(state: VecchiaState, fb: Feedback, params: VecchiaParams):
+        return state._replace(data=append_batch(state.data, fb.points, fb.rewards, fb.valid, False, n0))
 
-    def resparsify(key, state: VecchiaState, params: BOParams):
+    def resparsify(key, state: VecchiaState, params: VecchiaParams):
         data = state.data
         valid = data_valid(data)
         y = hyper.warp_outputs(static.output_warp, data_mean(data), valid)
@@ -233,8 +242,8 @@ def make_vecchia_bo(static: BOStatic) -> Algorithm:
         return new, RoundInfo(dict_size=jnp.minimum(data.n, m).astype(jnp.int32), beta=beta, lml=fit_info["lml"],
                               ucb=val, noise=jnp.exp(h.log_noise), **acq_info)
 
-    return Algorithm(init, select, update, resparsify)
+    return Algorithm(init, select, update, refit=resparsify)
 
 
-__all__ = ["VecchiaState", "maximin_rank", "conditioning_sets", "vecchia_log_likelihood", "fit_vecchia",
+__all__ = ["VecchiaParams", "VecchiaState", "maximin_rank", "conditioning_sets", "vecchia_log_likelihood", "fit_vecchia",
            "vecchia_predict", "make_vecchia_bo"]

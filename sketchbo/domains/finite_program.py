@@ -14,7 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from sketchbo.algorithms import ArmSet
-from sketchbo.algorithms.common import any_seed, arm_feedback, present, seeds_vmapped
+from sketchbo.algorithms.common import any_seed, arm_feedback, seeds_vmapped
+from sketchbo.contract import own_fields, reported
 from sketchbo.engine.program import SeedKeys, jitted, over_seeds, seed_keys, tree_where
 from sketchbo.engine.rounds import capacity_request, finish_batch, select_batch
 
@@ -31,6 +32,7 @@ class Traces(NamedTuple):
     wanted: jax.Array  # (2,) int32 largest sizes wanted: [dictionary, unique pulled arms]
     loop_iterations: jax.Array  # (T,) int32 fallback rounds of each in-batch step (0 where not reported)
     batch_start: jax.Array  # () int32 step at which the open batch began
+    info: dict = {}  # {name: (T,)} the fields of the algorithm's step info beyond the core report (own_fields)
 
 
 def feedback(queries, noise, f, xi, recorded):
@@ -56,6 +58,7 @@ class StepRecords(NamedTuple):
     dict_size: jax.Array  # (L,) int32 dictionary size used by each selection
     loop_iterations: jax.Array  # (L,) int32 fallback rounds of each selection
     n: jax.Array  # () int32 selections recorded
+    info: dict = {}  # {name: (L,)} the step info's own fields of each selection
 
 
 class Segment(NamedTuple):
@@ -66,9 +69,11 @@ class Segment(NamedTuple):
     batch: jax.Array  # () int32 round (batch) they belong to
 
 
-def empty_traces(T: int) -> Traces:
-    """The traces of a seed before its first step."""
-    return Traces(query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
+def empty_traces(T: int, info: dict | None = None) -> Traces:
+    """The traces of a seed before its first step; ``info``: {name: ShapeDtypeStruct} of the step info's own
+    fields (``contract.own_fields``)."""
+    return Traces(info={k: jnp.zeros((T,), v.dtype) for k, v in (info or {}).items()},
+                  query=-jnp.ones((T,), jnp.int32), batch_index=jnp.zeros((T,), jnp.int32),
                   dict_size=jnp.zeros((T,), jnp.int32), rounds=jnp.zeros((), jnp.int32), overflow=jnp.asarray(False),
                   wanted=jnp.zeros((2,), jnp.int32), loop_iterations=jnp.zeros((T,), jnp.int32),
                   batch_start=jnp.zeros((), jnp.int32))
@@ -86,6 +91,7 @@ def _written(tr: Traces, segs: Segment, T: int) -> Traces:
 
     return tr._replace(query=put(tr.query, segs.records.query), dict_size=put(tr.dict_size, segs.records.dict_size),
                        loop_iterations=put(tr.loop_iterations, segs.records.loop_iterations),
+                       info={k: put(tr.info[k], segs.records.info[k]) for k in tr.info},
                        batch_index=put(tr.batch_index, jnp.broadcast_to(segs.batch[:, None], segs.records.query.shape)))
 
 
@@ -102,17 +108,22 @@ def make_chunk(alg, T: int, segments: int):
     continues it and reads its earlier selections from the traces, which the chunk only reads. A seed whose
     model overflowed a capacity stops until the host loop has grown it."""
     L = min(T, ROUND_BUFFER)
-    empty = StepRecords(np.zeros((L,), np.int32), np.zeros((L,), np.int32), np.zeros((L,), np.int32),
-                        np.zeros((), np.int32))  # NumPy constants: no eager computation before the program
+
+    def empty_records(tr: Traces) -> StepRecords:  # NumPy constants: no eager computation before the program
+        return StepRecords(np.zeros((L,), np.int32), np.zeros((L,), np.int32), np.zeros((L,), np.int32),
+                           np.zeros((), np.int32), {k: np.zeros((L,), v.dtype) for k, v in tr.info.items()})
 
     def record(buf, t, q, info):
         del t
-        return StepRecords(buf.query.at[buf.n].set(q), buf.dict_size.at[buf.n].set(present(info.dict_size, 0)),
-                           buf.loop_iterations.at[buf.n].set(present(info.loop_iterations, 0)), buf.n + 1)
+        own = own_fields(info)
+        return StepRecords(buf.query.at[buf.n].set(q), buf.dict_size.at[buf.n].set(reported(info, "dict_size", 0)),
+                           buf.loop_iterations.at[buf.n].set(reported(info, "loop_iterations", 0)), buf.n + 1,
+                           {k: buf.info[k].at[buf.n].set(own[k]) for k in buf.info})
 
     def chunk(carry, keys: SeedKeys, noise, params, f, xi, recorded):
         state0, tr = carry
         pos = jnp.arange(T)
+        empty = empty_records(tr)
 
         def finish(state, tr_s, start, buf):  # the batch's feedback (steps tr_s.batch_start, ..., state.t - 1)
             queries = jnp.where((pos >= tr_s.batch_start) & (pos < start), tr.query, -1)
@@ -148,7 +159,7 @@ def make_chunk(alg, T: int, segments: int):
             state, tr_s, stalled = c
             return jax.lax.cond((state.t < T) & ~tr_s.overflow & ~stalled, segment, idle, c)
 
-        small = tr._replace(query=None, batch_index=None, dict_size=None, loop_iterations=None)  # no T-sized field
+        small = tr._replace(query=None, batch_index=None, dict_size=None, loop_iterations=None, info=None)  # no (T,)
         (state, small, _), segs = jax.lax.scan(step, (state0, small, jnp.asarray(False)), None, length=segments)
         tr = _written(tr, segs, T)
         return state, tr._replace(rounds=small.rounds, overflow=small.overflow, wanted=small.wanted,
@@ -159,23 +170,24 @@ def make_chunk(alg, T: int, segments: int):
 
 def make_program(alg, T: int, seed_axis: str, rounds_per_call: int, n_devices: int = 1):
     """(init_fn, chunk_fn) jitted over stacked elements (a seed at a grid point; ``engine.program.jitted``):
-    ``init_fn(seeds, params, (arms, f, recorded))``, ``chunk_fn(seeds, carry, noise, params, (arms, f,
-    recorded))``; ``params.xi`` is each element's noise level, and each element's keys derive from its seed
-    (``engine.program.seed_keys``). A chunk is ``rounds_per_call`` segments (:func:`make_chunk`)."""
+    ``init_fn(seeds, (params, xi), (arms, f, recorded))``, ``chunk_fn(seeds, carry, noise, (params, xi), (arms,
+    f, recorded))``; ``params`` is the algorithm's pytree, ``xi`` each element's noise level, and each
+    element's keys derive from its seed (``engine.program.seed_keys``). A chunk is ``rounds_per_call`` segments (:func:`make_chunk`)."""
     chunk_one = make_chunk(alg, T, rounds_per_call)
 
     def init_one(keys: SeedKeys, params, arms):
         state = alg.init(keys.init, ArmSet(arms), params)
         noise = jax.random.normal(keys.noise, (T,), dtype=arms.dtype)
-        return (state, empty_traces(T)), noise
+        info = own_fields(jax.eval_shape(alg.select, keys.select, state, params)[2])  # shapes only
+        return (state, empty_traces(T, info)), noise
 
-    def init_all(seeds, params, shared):
-        return over_seeds(lambda s, p: init_one(seed_keys(s), p, shared[0]), seed_axis)(seeds, params)
+    def init_all(seeds, elements, shared):
+        return over_seeds(lambda s, e: init_one(seed_keys(s), e[0], shared[0]), seed_axis)(seeds, elements)
 
-    def chunk_all(seeds, carry, noise, params, shared):
+    def chunk_all(seeds, carry, noise, elements, shared):
         _, f, recorded = shared
-        return over_seeds(lambda s, c, n, p: chunk_one(c, seed_keys(s), n, p, f, p.xi, recorded), seed_axis)(
-            seeds, carry, noise, params)
+        return over_seeds(lambda s, c, n, e: chunk_one(c, seed_keys(s), n, e[0], f, e[1], recorded), seed_axis)(
+            seeds, carry, noise, elements)
 
     return jitted(init_all, chunk_all, n_devices)
 

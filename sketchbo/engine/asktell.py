@@ -19,13 +19,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS, ArmSet, BoxSet, Feedback, Params, build, build_bo
-from sketchbo.algorithms import oversampling
 from sketchbo.algorithms.common import arm_feedback
-from sketchbo.domains import box, finite
+from sketchbo.contract import ArmSet, BoxSet, Feedback
+from sketchbo.algorithms.box_hyper import needs_room
 from sketchbo.engine.program import padded_into, seed_keys
 from sketchbo.engine.rounds import capacity_request, finish_batch, select_batch
 from sketchbo.kernels import kernel_params
+from sketchbo.spec import AlgorithmSpec, Setting
 
 
 class Programs(NamedTuple):
@@ -57,10 +57,9 @@ class FiniteConfig(NamedTuple):
 
 
 @functools.lru_cache(maxsize=32)
-def finite_programs(algorithm: str, static) -> Programs:
+def finite_programs(spec: AlgorithmSpec, static, T: int) -> Programs:
     """Jitted init / ask / tell for one static configuration of a finite algorithm (cached)."""
-    alg = build(ALGORITHMS[algorithm], static)
-    T = static.T
+    alg = spec.build(static)
 
     def init(key, arms, params):
         return alg.init(key, ArmSet(arms), params)
@@ -85,34 +84,38 @@ class FiniteSession:
 
     kind = "finite"
 
-    def __init__(self, candidates: np.ndarray, cfg: FiniteConfig):
-        self.candidates, self.cfg = candidates, cfg
+    def __init__(self, candidates: np.ndarray, cfg: FiniteConfig, spec: AlgorithmSpec):
+        self.candidates, self.cfg, self.spec = candidates, cfg, spec
         self.keys = seed_keys(cfg.seed)
         self.arms = jnp.asarray(candidates, _jdtype(cfg.dtype))
         self.params = self._params()
         self.prog = self._programs(cfg)
         self.state = self.prog.init(self.keys.init, self.arms, self.params)
 
-    def _params(self) -> Params:
+    def _params(self):
+        """The algorithm's params (``AlgorithmSpec.make_params``), as a run's: xi^2 = lam where no noise level
+        is given, the session's kernel."""
         cfg, jdt, h = self.cfg, _jdtype(self.cfg.dtype), self.cfg.hyper
-        lam = h.get("lam", 1.0)
-        xi = cfg.noise_std if cfg.noise_std is not None else math.sqrt(lam)  # xi^2 = lam, as a run
+        xi = cfg.noise_std if cfg.noise_std is not None else math.sqrt(h.get("lam", 1.0))
         spec = dict(cfg.kernel)
         kparams = kernel_params(spec.pop("name"), self.candidates.shape[1], jdt, **spec)
-        return Params(lam=jnp.asarray(lam, jdt), qbar=jnp.asarray(oversampling(h), jdt),
-                      C=jnp.asarray(h.get("C", 1.0), jdt), F=jnp.asarray(h.get("F", 0.0), jdt),
-                      delta=jnp.asarray(h.get("delta", 0.5), jdt), xi=jnp.asarray(xi, jdt),
-                      eps=jnp.asarray(h.get("eps", 0.0), jdt), kernel=kparams)
+        return jax.tree.map(jnp.asarray, self.spec.make_params(h, jdt, xi=xi, kernel=kparams))
+
+    def _setting(self) -> Setting:
+        A, d = self.candidates.shape
+        return Setting(self.cfg.horizon, d, A, self.cfg.kernel["name"])
 
     def _programs(self, cfg: FiniteConfig) -> Programs:
-        A, d = self.candidates.shape
-        static = finite.make_static(cfg.algorithm, cfg.hyper, A, d, cfg.horizon, cfg.kernel["name"],
-                                    {"m_max": cfg.m_max, "u_max": cfg.u_max})
-        return finite_programs(cfg.algorithm, static)
+        static = self.spec.static(cfg.hyper, self._setting(), self._caps(cfg))
+        return finite_programs(self.spec, static, cfg.horizon)
+
+    @staticmethod
+    def _caps(cfg: FiniteConfig) -> dict:
+        return {k: v for k, v in (("m_max", cfg.m_max), ("u_max", cfg.u_max)) if v is not None}
 
     @property
     def capacities(self) -> dict:
-        return {"m_max": self.cfg.m_max, "u_max": self.cfg.u_max}
+        return self._caps(self.cfg)
 
     def select(self, told: list, t0: int):
         """(keys (n,), points (n, d), state after selecting them, None) of the next batch."""
@@ -120,12 +123,12 @@ class FiniteSession:
         while True:
             state, (q_pad, n) = self.prog.ask(self.state, self.keys.select, self.params)
             queries = np.asarray(q_pad)[(t0 + np.arange(int(n))) % T].astype(np.int64)
-            need = (np.unique(np.concatenate([queries, *told])).size
-                    if ALGORITHMS[self.cfg.algorithm].engine == "exact" else 0)
-            if need <= self.cfg.u_max:
+            wanted_by = self.spec.hooks.ask_wanted
+            wanted = (0, 0) if wanted_by is None else wanted_by(np.concatenate([queries, *told]))
+            if wanted[1] <= (self.cfg.u_max or 0):
                 return queries, self.candidates[queries].copy(), state, None
             # the exact GP ran out of slots while selecting: grow (the state padded) and ask again
-            self.cfg, self.prog, self.state = self._grown(self.cfg, (0, need), self.state)
+            self.cfg, self.prog, self.state = self._grown(self.cfg, wanted, self.state)
 
     def tell(self, before, keys: np.ndarray, rewards: np.ndarray, t0: int, extra=None) -> None:
         """Feed the batch (asked order) back from the state ``before`` (the pending one); grow on overflow."""
@@ -133,7 +136,7 @@ class FiniteSession:
         pos = (t0 + np.arange(len(keys))) % T
         q_pad, y_pad = np.full((T,), -1, np.int32), np.zeros((T,))
         q_pad[pos], y_pad[pos] = keys, rewards
-        q_pad, y_pad = jnp.asarray(q_pad), jnp.asarray(y_pad, self.params.lam.dtype)
+        q_pad, y_pad = jnp.asarray(q_pad), jnp.asarray(y_pad, self.arms.dtype)
         cfg, prog = self.cfg, self.prog
         while True:
             state, (overflow, wanted) = prog.tell(before, q_pad, y_pad, self.keys.resparsify, self.params)
@@ -145,8 +148,8 @@ class FiniteSession:
 
     def _grown(self, cfg: FiniteConfig, wanted, state):
         """(config, programs, state padded into them) at the domain's grown capacities (1.5x the need)."""
-        A = self.candidates.shape[0]
-        larger, _ = finite.next_capacities(cfg.algorithm, wanted, {"m_max": cfg.m_max, "u_max": cfg.u_max}, A, A)
+        A, d = self.candidates.shape
+        larger, _ = self.spec.next_capacities(wanted, self._caps(cfg), Setting(A, d, A, cfg.kernel["name"]))
         if larger is None:
             raise AssertionError(f"grow called without an overflow: wanted {wanted}, capacities {cfg}")
         cfg = cfg._replace(**larger)
@@ -180,17 +183,16 @@ class BoxConfig(NamedTuple):
     seed: int
     horizon: int
     dtype: str
-    cap: int  # current capacity of the sample buffer D
+    cap: int | None  # current capacity of the sample buffer D (None: the algorithm has none)
 
 
 @functools.lru_cache(maxsize=32)
-def box_programs(algorithm: str, static) -> Programs:
+def box_programs(spec: AlgorithmSpec, static, T: int, d: int, dtype: str) -> Programs:
     """Jitted init / ask / tell for one static configuration of a box algorithm (cached)."""
-    alg = build_bo(BO_ALGORITHMS[algorithm], static)
-    T, d = static.T, static.d
+    alg = spec.build(static)
+    dt = _jdtype(dtype)
 
     def init(key, params):
-        dt = params.beta_c.dtype
         return alg.init(key, BoxSet(jnp.zeros((d,), dt), jnp.ones((d,), dt)), params)
 
     def record(acc, t, x, info):  # the query of step t, at its position in the run's trace
@@ -198,7 +200,7 @@ def box_programs(algorithm: str, static) -> Programs:
         return xs.at[t].set(x), n + 1
 
     def ask(state, key, params):
-        empty = (jnp.zeros((T, d), params.beta_c.dtype), jnp.int32(0))
+        empty = (jnp.zeros((T, d), dt), jnp.int32(0))
         return select_batch(alg, key, params, state, empty, record, lambda st, acc: st.t < T)
 
     def tell(state, xs, rewards, valid, key, params):
@@ -214,23 +216,24 @@ class BoxSession:
 
     kind = "box"
 
-    def __init__(self, space, cfg: BoxConfig):
-        self.space, self.cfg = space, cfg
+    def __init__(self, space, cfg: BoxConfig, spec: AlgorithmSpec):
+        self.space, self.cfg, self.spec = space, cfg, spec
         self.keys = seed_keys(cfg.seed)
         jdt = _jdtype(cfg.dtype)
-        self.params = box.point_params(cfg.hyper, jdt)
+        self.params = jax.tree.map(jnp.asarray, spec.make_params(cfg.hyper, jdt, xi=None))
         self.prog = self._programs(cfg.cap)
         self.state = self.prog.init(self.keys.init, self.params)
         self.x = np.zeros((cfg.horizon, space.d))  # (T, d) unit-cube queries told so far, by step
         self.reward = np.zeros((cfg.horizon,))  # (T,) their rewards
 
-    def _programs(self, cap: int) -> Programs:
-        static = box.static_config(self.cfg.algorithm, self.cfg.hyper, self.space.d, self.cfg.horizon, cap)
-        return box_programs(self.cfg.algorithm, static)
+    def _programs(self, cap: int | None) -> Programs:
+        caps = {} if cap is None else {"cap": cap}
+        static = self.spec.static(self.cfg.hyper, Setting(self.cfg.horizon, self.space.d, None, None), caps)
+        return box_programs(self.spec, static, self.cfg.horizon, self.space.d, self.cfg.dtype)
 
     @property
     def capacities(self) -> dict:
-        return {"cap": self.cfg.cap}
+        return {} if self.cfg.cap is None else {"cap": self.cfg.cap}
 
     def select(self, told: list, t0: int):
         """(keys = steps (n,), points (n, d) in the box, state after selecting them, their unit-cube points)."""
@@ -238,8 +241,11 @@ class BoxSession:
         if t0 >= self.cfg.horizon:
             raise ValueError(f"the horizon of {self.cfg.horizon} evaluations is reached; a box optimiser asks at most "
                              "horizon points (create it with a larger horizon)")
-        while int(self.state.data.n) + int(box.needs_room(self.state, self.cfg.hyper["n0"])) > self.cfg.cap:
-            cap = box.next_capacity(self.cfg.cap, self.cfg.horizon)  # the run's growth rule, at the same step
+        rows = self.spec.hooks.buffer_rows
+        while rows is not None and int(rows(self.state)) + int(needs_room(self.state, self.cfg.hyper["n0"])) > \
+                self.cfg.cap:  # the run's growth rule, at the same step
+            setting = Setting(self.cfg.horizon, self.space.d, None, None)
+            cap = self.spec.next_capacities(None, self.capacities, setting)[0]["cap"]
             self.cfg, self.prog = self.cfg._replace(cap=cap), self._programs(cap)
             template = self.prog.init(self.keys.init, self.params)
             self.state = padded_into(self.state, jax.tree.map(jnp.zeros_like, template))

@@ -94,8 +94,8 @@ def load_checkpoint(path: Path, identity: dict, label: str) -> Saved | None:
 
 
 def say_resuming(label: str, saved: Saved, t: int, T: int, rounds: int) -> None:
-    caps = ", ".join(f"{k}={v}" for k, v in saved.capacities.items())
-    print(f"[{label}] resuming from checkpoint {saved.path} at t={t}/{T} (round {rounds}, {caps})",
+    caps = "".join(f", {k}={v}" for k, v in saved.capacities.items())
+    print(f"[{label}] resuming from checkpoint {saved.path} at t={t}/{T} (round {rounds}{caps})",
           file=sys.stderr, flush=True)
 
 

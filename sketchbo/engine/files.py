@@ -1,7 +1,7 @@
 """Plain-JSON values and atomic files: the only file writing of the core (checkpoints, ``Optimizer.save``).
 
 A file is written to a temporary file beside it, fsynced, then renamed over the target, so a reader never
-sees a half-written file. The experiment system (``sketchbo.tracking``) writes its result files with the
+sees a half-written file. The experiment system (``sketchbo.cli.tracking``) writes its result files with the
 same helpers.
 """
 from __future__ import annotations

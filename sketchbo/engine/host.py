@@ -5,7 +5,7 @@ The loop calls the compiled chunk until every seed has reached T. After each chu
 whether a capacity must grow; if so it compiles the program at the larger capacities and **continues
 from the last completed chunk**, padded into the larger buffers (:func:`sketchbo.engine.program.padded_into`),
 never from round 0. Which chunk that is depends on how the domain's rounds meet a full buffer: a seed whose
-next round would not fit waits (boxes: ``Domain.waits``), so the chunk just done is complete; a round that
+next round would not fit waits (boxes: ``Loop.waits``), so the chunk just done is complete; a round that
 wanted more than a buffer holds is known only after it ran (finite arms), so the chunk before it is the last
 complete one (chunks do not donate their carry) and at most one chunk is computed twice per growth step. Every few rounds (``checkpoint_every``) the carry is written atomically, with the capacities
 it was made at; a run of the same identity resumes there.
@@ -24,7 +24,7 @@ from sketchbo.engine import checkpoint as ckpt
 from sketchbo.engine.progress import Progress
 
 
-class Domain(NamedTuple):
+class Loop(NamedTuple):
     """What the host loop needs to know of a domain (finite arm set or box) and its algorithm."""
 
     label: str  # names the run in messages, e.g. "bbkb/cadata"
@@ -59,7 +59,7 @@ def _rounds(carry) -> int:
     return int(np.max(np.asarray(carry[1].rounds)))
 
 
-def _start(domain: Domain, capacities: dict, init_args, saved):
+def _start(domain: Loop, capacities: dict, init_args, saved):
     """(init_c, chunk_c, compile_s, carry, noise) at ``capacities``, from round 0 or the checkpoint."""
     init_c, chunk_c, compile_s = domain.program(capacities)
     carry, noise = init_c(*init_args)  # the noise derives from the seeds' keys: recomputed, not stored
@@ -69,7 +69,7 @@ def _start(domain: Domain, capacities: dict, init_args, saved):
     return init_c, chunk_c, compile_s, carry, noise
 
 
-def drive(domain: Domain, capacities: dict, init_args, chunk_args, progress: Progress,
+def drive(domain: Loop, capacities: dict, init_args, chunk_args, progress: Progress,
           checkpointing: Checkpointing | None = None) -> Driven:
     """Run to t = T for every element: ``chunk_c(seeds, carry, noise, *chunk_args)`` with ``seeds = init_args[0]``."""
     events, round_times, saved = [], [], None

@@ -2,14 +2,14 @@
 
 BBKB (Calandriello et al., ICML 2020), Alg. 1: a batch is selected without feedback (L3–8: ``select`` until
 the batch rule closes it), then its feedback arrives and the model is rebuilt (L9–16: ``update``, then
-``resparsify``). Sequential algorithms are batches of one.
+``refit``). Sequential algorithms are batches of one.
 """
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 
-from sketchbo.algorithms.common import Feedback, RoundInfo, present
+from sketchbo.contract import Feedback, reported
 
 
 def select_batch(alg, key, params, state, acc, record, room):
@@ -27,8 +27,9 @@ def select_batch(alg, key, params, state, acc, record, room):
         st, a = c
         q, new, info = alg.select(jax.random.fold_in(key, st.t), st, params)
         kept = record(a, st.t, q, info)
-        if info.committed is not None:
-            kept = jax.tree.map(lambda r, old: jnp.where(info.committed, r, old), kept, a)
+        committed = reported(info, "committed", None)
+        if committed is not None:
+            kept = jax.tree.map(lambda r, old: jnp.where(committed, r, old), kept, a)
         return new, kept
 
     return jax.lax.while_loop(lambda c: c[0].batch_open & room(*c), body, (state, acc))
@@ -36,16 +37,16 @@ def select_batch(alg, key, params, state, acc, record, room):
 
 def finish_batch(alg, key, params, state, feedback: Feedback):
     """The feedback of a finished batch and the new model (BBKB Alg. 1, L9–16): ``update`` with the batch's
-    :class:`Feedback`, then ``resparsify`` keyed by the step after the batch. Returns ``(state, RoundInfo)``
-    of ``resparsify``. Shared by both rounds and by ``tell``."""
-    state, _ = alg.update(state, feedback, params)
-    return alg.resparsify(jax.random.fold_in(key, state.t), state, params)
+    :class:`Feedback`, then ``refit`` keyed by the step after the batch. Returns ``(state, info)`` of
+    ``refit``. Shared by both rounds and by ``tell``."""
+    state = alg.update(state, feedback, params)
+    return alg.refit(jax.random.fold_in(key, state.t), state, params)
 
 
-def capacity_request(info: RoundInfo):
+def capacity_request(info):
     """``(overflow, wanted)`` of a finished round: whether a capacity was too small, and (2,) int32 the
     dictionary rows and unique pulled arms the new model wants. An algorithm without a capacity reports
     neither: no overflow, nothing wanted."""
-    overflow = jnp.asarray(present(info.overflow, False))
-    wanted = jnp.stack([jnp.asarray(present(info.dict_wanted, 0)), jnp.asarray(present(info.pulled_wanted, 0))])
+    overflow = jnp.asarray(reported(info, "overflow", False))
+    wanted = jnp.stack([jnp.asarray(reported(info, "dict_wanted", 0)), jnp.asarray(reported(info, "pulled_wanted", 0))])
     return overflow, wanted.astype(jnp.int32)

@@ -18,17 +18,17 @@ import time
 
 import jax
 
-from sketchbo.algorithms import REGISTRY
+from sketchbo.algorithms import get_spec
 from sketchbo.certificates import collapse_warning
-from sketchbo.domains import DOMAINS
 from sketchbo.engine import host
-from sketchbo.engine.domain import RunSpec
+from sketchbo.engine.domain import RunSpec, get_domain
+from sketchbo.engine.prepare import prepare
 from sketchbo.engine.program import default_seed_axis
 from sketchbo.engine.progress import Progress
 from sketchbo.engine.result import RunResult
 from sketchbo.engine.validate import check_checkpoint, check_devices, check_int, check_run_args, invalid_value
+from sketchbo.spec import AlgorithmSpec, grid_values
 
-GRID_KEYS = tuple(dict.fromkeys(k for dom in DOMAINS.values() for k in dom.GRID_KEYS))  # float grid axes
 
 
 def enable_x64() -> None:
@@ -69,34 +69,22 @@ def use_cpu_cores(n: int | None = None) -> int:
     return n
 
 
-def check_algorithm(algorithm):
-    """The registry entry of ``algorithm`` (ValueError listing the names when it is unknown)."""
-    if not isinstance(algorithm, str) or algorithm not in REGISTRY:
-        raise ValueError(f"algorithm={algorithm!r} is not a known algorithm; choose one of {sorted(REGISTRY)}")
-    return REGISTRY[algorithm]
+def check_algorithm(algorithm) -> AlgorithmSpec:
+    """The spec of ``algorithm`` (a spec, or a registered name; ValueError listing the names when unknown)."""
+    return get_spec(algorithm)
 
 
-def grid_points(algorithm: str, grid: dict | None) -> list[dict]:
+def grid_points(algorithm, grid: dict | None) -> list[dict]:
     """The Cartesian product of ``grid`` ({name: [values]}), validated; [{}] without a grid.
 
     Args:
-        algorithm: a registry name.
-        grid: float hyperparameters of the algorithm (:data:`GRID_KEYS` it has) to lists of values.
+        algorithm: an :class:`~sketchbo.spec.AlgorithmSpec` or a registered name.
+        grid: grid axes of the algorithm (``spec.grid_keys``) to lists of values.
 
     Returns:
         The grid points ``[{name: value}, ...]`` in the order of the Cartesian product.
     """
-    grid = {k: v for k, v in (grid or {}).items() if v is not None}
-    spec = REGISTRY.get(algorithm)
-    defaults = spec.defaults if spec is not None else {}
-    axes = DOMAINS[spec.domain].GRID_KEYS if spec is not None else GRID_KEYS
-    for key, values in grid.items():
-        if key not in axes or key not in defaults:
-            allowed = [k for k in axes if k in defaults]
-            raise ValueError(f"grid.{key} is not a grid axis of {algorithm!r}; allowed: {allowed}")
-        if (isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or len(values) == 0
-                or any(v is None for v in values)):
-            raise ValueError(f"grid.{key}={values!r} is invalid; it must be a non-empty list of numbers")
+    grid = grid_values(get_spec(algorithm), grid)
     return [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
 
 
@@ -120,24 +108,22 @@ def check_run(algorithm, problem, *, T, grid=None, n_seeds=1, seed=0, params=Non
     Returns:
         The :class:`RunSpec` that the algorithm's domain prepares.
     """
-    spec = check_algorithm(algorithm)
-    dom = DOMAINS[spec.domain]
+    spec = get_spec(algorithm)
+    dom = get_domain(spec.domain)
     T, n_seeds, seed = check_run_args(T, n_seeds, seed, dtype, seed_axis, rounds_per_call)
-    problem = dom.check_space(algorithm, problem)
-    points = grid_points(algorithm, grid)
-    hypers = [dom.resolve(algorithm, {**(params or {}), **pt}, T, problem) for pt in points]
+    problem = dom.check_space(spec.name, problem)
+    points = grid_points(spec, grid)
+    if params is not None and not isinstance(params, dict):
+        raise invalid_value("params", params, "pass a dict of hyperparameters, e.g. {'lam': 0.2}")
+    hypers = [spec.resolve({**(params or {}), **pt}, T, problem) for pt in points]
     n_dev = one_cpu_device(spec, devices, check_devices(devices, len(points) * n_seeds))
-    if spec.domain == "box" and kernel is not None:
-        raise invalid_value("kernel", kernel, f"{algorithm!r} fits its own Matérn-5/2 kernel; leave kernel at None")
-    if spec.domain == "arms" and capacity is not None:
-        raise invalid_value("capacity", capacity, f"{algorithm!r} runs on a finite arm set, whose capacities are "
-                            "the hyperparameters m_max / u_max; leave capacity at None")
+    dom.check_options(spec, kernel, capacity)
     seed_axis = default_seed_axis() if seed_axis == "auto" else seed_axis
-    return RunSpec(algorithm, problem, T, [seed + i for i in range(n_seeds)], points, hypers, dtype, seed_axis,
+    return RunSpec(spec.name, spec, problem, T, [seed + i for i in range(n_seeds)], points, hypers, dtype, seed_axis,
                    rounds_per_call, n_dev, kernel, capacity)
 
 
-def run_grid(algorithm: str, problem, *, T: int, grid: dict | None = None, n_seeds: int = 1, seed: int = 0,
+def run_grid(algorithm: str | AlgorithmSpec, problem, *, T: int, grid: dict | None = None, n_seeds: int = 1, seed: int = 0,
              params: dict | None = None, kernel: dict | None = None, dtype: str = "float64", seed_axis: str = "auto",
              progress: bool = True, rounds_per_call: int | None = None, devices: int | None = None,
              capacity: int | None = None, checkpoint=None, checkpoint_every: int | None = None
@@ -149,15 +135,16 @@ def run_grid(algorithm: str, problem, *, T: int, grid: dict | None = None, n_see
     with those values.
 
     Args:
-        algorithm: a name of ``sketchbo.ALGORITHMS`` (finite arm sets or boxes).
+        algorithm: an :class:`~sketchbo.spec.AlgorithmSpec` (yours or the registry's), or a registered name
+            (``sketchbo.ALGORITHMS``; finite arm sets or boxes).
         problem: a benchmark of the algorithm's domain: a finite ``Problem`` or a box problem
             (``sketchbo.make_problem``, ``sketchbo.box_problem``).
         T: evaluations per seed.
-        grid: names of :data:`GRID_KEYS` the algorithm has, to lists of values, e.g.
+        grid: grid axes of the algorithm (``spec.grid_keys``) to lists of values, e.g.
             ``{"qbar": [1, 2, 5], "C": [1.5, 2]}``; None: one point.
         n_seeds: seeds ``seed``, ``seed + 1``, ... at every point.
         seed: the first seed.
-        params: the algorithm's other hyperparameters (``ALGORITHMS[algorithm].defaults``).
+        params: the algorithm's other hyperparameters (``spec.defaults`` names them).
         kernel: finite domains: a kernel overriding the problem's, e.g. ``{"name": "rbf", "sigma2": 5.0}``.
         dtype: ``"float64"`` (default) or ``"float32"``.
         seed_axis: ``"vmap"``, ``"map"`` (a sequential map over elements) or ``"auto"`` (map on the CPU,
@@ -181,9 +168,9 @@ def run_grid(algorithm: str, problem, *, T: int, grid: dict | None = None, n_see
                      capacity=capacity)
     ckpt_path, ckpt_every = check_checkpoint(checkpoint, checkpoint_every)
     for warning in sorted({collapse_warning(h["qbar"]) for h in spec.hypers if "qbar" in h} - {None}):
-        print(f"[{algorithm}] {warning}", file=sys.stderr, flush=True)
+        print(f"[{spec.algorithm}] {warning}", file=sys.stderr, flush=True)
     enable_x64()
-    prepared = DOMAINS[REGISTRY[algorithm].domain].prepare(spec)
+    prepared = prepare(spec)
     checkpointing = None if ckpt_path is None else host.Checkpointing(ckpt_path, ckpt_every, prepared.identity())
     domain = prepared.domain
     driven = host.drive(domain, prepared.capacities, prepared.init_args, prepared.chunk_args,
@@ -196,19 +183,19 @@ def run_grid(algorithm: str, problem, *, T: int, grid: dict | None = None, n_see
     return out
 
 
-def run(algorithm: str, problem, *, T: int, n_seeds: int = 1, seed: int = 0, params: dict | None = None,
+def run(algorithm: str | AlgorithmSpec, problem, *, T: int, n_seeds: int = 1, seed: int = 0, params: dict | None = None,
         kernel: dict | None = None, dtype: str = "float64", seed_axis: str = "auto", progress: bool = True,
         rounds_per_call: int | None = None, devices: int | None = None, capacity: int | None = None,
         checkpoint=None, checkpoint_every: int | None = None) -> RunResult:
     """Run ``n_seeds`` seeds (``seed``, ``seed + 1``, ...) of an algorithm for T evaluations on a benchmark.
 
     Args:
-        algorithm: a name of ``sketchbo.ALGORITHMS``.
+        algorithm: an :class:`~sketchbo.spec.AlgorithmSpec` or a registered name (``sketchbo.ALGORITHMS``).
         problem: a benchmark of the algorithm's domain (see :func:`run_grid`).
         T: evaluations per seed.
         n_seeds: how many seeds run in the one program.
         seed: the first seed.
-        params: the algorithm's hyperparameters (``ALGORITHMS[algorithm].defaults``).
+        params: the algorithm's hyperparameters (``spec.defaults`` names them).
         kernel: finite domains: a kernel overriding the problem's.
         dtype: ``"float64"`` or ``"float32"``.
         seed_axis: ``"vmap"``, ``"map"`` or ``"auto"``.
@@ -227,5 +214,5 @@ def run(algorithm: str, problem, *, T: int, n_seeds: int = 1, seed: int = 0, par
                     capacity=capacity, checkpoint=checkpoint, checkpoint_every=checkpoint_every)[0][1]
 
 
-__all__ = ["GRID_KEYS", "check_algorithm", "check_run", "enable_x64", "grid_points", "run", "run_grid", "usable_cores",
+__all__ = ["check_algorithm", "check_run", "enable_x64", "grid_points", "run", "run_grid", "usable_cores",
            "use_cpu_cores"]

@@ -19,7 +19,7 @@ import numpy as np
 from sketchbo.problems.base import Problem, check_problem
 
 JITTER = 1e-10  # added to the kernel diagonal before the Cholesky factorisation
-GP_SAMPLE_SUGGESTED = {"lam": 0.01, "F": 1.0}  # Problem.suggested of gp_sample (configs/algorithm/compare.yaml)
+GP_SAMPLE_SUGGESTED = {"lam": 0.01, "F": 1.0}  # Problem.suggested of gp_sample (sketchbo/cli/configs/algorithm/compare.yaml)
 # linear: lam near the code heuristic's noise variance (~0.1), F near ||w*|| (~sqrt(d)); BBKB, T = 1000, 2 seeds,
 # gave R_T/R_unif <= 0.016 at every lam in {0.01, 0.1, 1} x F in {0.5, 1, 3} (issue 13)
 LINEAR_SUGGESTED = {"lam": 0.1, "F": 1.0}
@@ -103,7 +103,7 @@ def gp_sample(A=1000, d=2, sigma2=0.1, seed=0, noise_std=None) -> Problem:
     z = rng.standard_normal(A)
     f = standardise(sample_gp_prior(rbf_gram(arms, sigma2), z))
     kernel = {"name": "rbf", "sigma2": sigma2}
-    # the demo values of configs/algorithm/compare.yaml (lam, F) for this problem
+    # the demo values of sketchbo/cli/configs/algorithm/compare.yaml (lam, F) for this problem
     return check_problem(Problem("gp_sample", arms, f, noise_std, kernel, suggested=dict(GP_SAMPLE_SUGGESTED)))
 
 

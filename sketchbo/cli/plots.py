@@ -2,7 +2,7 @@
 
 The plot scripts read only what runs wrote (``summary.json`` and ``traces.npz`` of every result
 directory, docs/guide.md#outputs; the BKB Fig. 1 ``.npz``), or a committed regret record of them
-(``sketchbo.results.write_record``: R_t at 101 steps), never the W&B API, so figures work offline and can be
+(``sketchbo.cli.results.write_record``: R_t at 101 steps), never the W&B API, so figures work offline and can be
 redrawn without recomputing anything.
 
 Per-step curves of a result (arrays of shape (n_seeds, T), step t = 1..T):
@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sketchbo import tracking
+from sketchbo.cli import tracking
 from sketchbo.engine.result import seed_time_factor
-from sketchbo.results import (  # noqa: F401  (re-exported: the plot scripts read results through plots)
+from sketchbo.cli.results import (  # noqa: F401  (re-exported: the plot scripts read results through plots)
     RecordedResult, Result, ResultsError, SLICE_FREE_KEYS, consecutive, join_seed_slices, joined_result, load_npz, load_result, load_results, pick, problems_of, seed_chain, seed_span, slice_identity,
 )
 

@@ -7,7 +7,7 @@ Examples::
     sketchbo-run -m algorithm=bbkb algorithm.qbar=1,2,5 algorithm.C=1.5,2,4 algorithm.lam=0.05,0.2,1
     sketchbo-run algorithm=bbkb logger=wandb       # one offline W&B run per seed
 
-Configs live in the repository's ``configs/`` folder (groups ``algorithm``, ``problem``, ``kernel``,
+Configs live in the repository's ``sketchbo/cli/configs/`` folder (groups ``algorithm``, ``problem``, ``kernel``,
 ``logger``, ``experiment``, ``hydra/launcher``). ``algorithm=compare`` runs each of its ``members``
 with that member's own config on the same problem, kernel and seeds, writing
 ``<run_dir>/<member>/{config.yaml,traces.npz,summary.json}`` and ``<run_dir>/comparison.json``; a
@@ -16,7 +16,7 @@ single algorithm writes ``<run_dir>/{config.yaml,traces.npz,summary.json}``.
 Resuming: a result directory that already holds the complete result of the same resolved config
 (``tracking.load_complete``; the keys of ``RUNTIME_KEYS`` do not count) is not recomputed: the job
 prints ``skipping: complete results in <dir>`` and reuses it. Multirun job directories are named by
-the job's overrides (``configs/config.yaml``, ``hydra.sweep``), so re-running an interrupted sweep
+the job's overrides (``sketchbo/cli/configs/config.yaml``, ``hydra.sweep``), so re-running an interrupted sweep
 redoes only the jobs that did not finish.
 
 Checkpoints: with ``checkpoint_every=k`` (rounds; null = off) a job saves its run's progress to
@@ -27,7 +27,7 @@ does not count for resuming complete results and does not name multirun job dire
 
 Bad input (a ValueError, a missing data file, a failed W&B start) prints
 ``sketchbo-run: error: <message>`` to stderr and exits with status 2. This is the only module that
-imports hydra or omegaconf; what runs after composition is ``sketchbo.jobs`` (Hydra-free, also used by
+imports hydra or omegaconf; what runs after composition is ``sketchbo.cli.jobs`` (Hydra-free, also used by
 ``scripts/run_jobs.py`` on machines without Hydra).
 """
 from __future__ import annotations
@@ -50,18 +50,16 @@ from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from sketchbo import jobs, tracking
-from sketchbo.algorithms import ALGORITHMS, BO_ALGORITHMS
-from sketchbo.jobs import RUNTIME_KEYS, completed, hyperparameters, remove_checkpoint
+from sketchbo.cli import jobs, tracking
+from sketchbo.algorithms import domain_names, get_spec
+from sketchbo.cli.jobs import RUNTIME_KEYS, completed, hyperparameters, remove_checkpoint  # noqa: F401 (re-exported)
 from sketchbo.problems import CONTINUOUS_PROBLEMS
-from sketchbo.domains import box
-from sketchbo.domains.finite import resolve_hyperparameters
 from sketchbo.engine.program import enable_compilation_cache
 from sketchbo.engine.run import enable_x64, grid_points, run_grid, use_cpu_cores
 from sketchbo.engine.validate import check_run_args
 
 PROG = "sketchbo-run"
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"  # shipped inside the package (a wheel has them)
 COMPARE = "compare"
 COMPARE_KEYS = ("name", "members")  # compare.yaml keys that are not shared parameter overrides
 USER_ERRORS = (ValueError, OSError, tracking.LoggingError)  # bad parameters, missing data files, W&B failures
@@ -72,12 +70,12 @@ STARTED = time.time()  # directories created from here on are this process's
 
 
 def known_algorithms() -> list[str]:
-    """Algorithm config names under ``configs/algorithm`` (``compare`` excluded)."""
+    """Algorithm config names under ``sketchbo/cli/configs/algorithm`` (``compare`` excluded)."""
     return sorted(p.stem for p in (CONFIG_DIR / "algorithm").glob("*.yaml") if p.stem != COMPARE)
 
 
 def load_algorithm_config(name: str) -> dict:
-    """The plain dict of ``configs/algorithm/<name>.yaml``; ValueError for an unknown name."""
+    """The plain dict of ``sketchbo/cli/configs/algorithm/<name>.yaml``; ValueError for an unknown name."""
     allowed = known_algorithms()
     if name not in allowed:
         raise ValueError(f"algorithm.members contains {name!r}, which is not an algorithm config; "
@@ -104,9 +102,14 @@ def compare_members(compare: dict) -> list[dict]:
 
 
 def algorithm_configs(cfg: DictConfig) -> list[dict]:
-    """The algorithm configs this run executes: the compare members, or the one selected."""
+    """The algorithm configs this run executes: the compare members, or the one selected. An algorithm
+    config with a ``spec: module:NAME`` key names a user's algorithm: its spec is imported and registered."""
     algo = OmegaConf.to_container(cfg.algorithm, resolve=True)
-    return compare_members(algo) if algo.get("name") == COMPARE else [algo]
+    algos = compare_members(algo) if algo.get("name") == COMPARE else [algo]
+    for a in algos:
+        if a.get("spec") is not None:
+            jobs.load_spec(a["spec"], a.get("name"))
+    return algos
 
 
 def build_problem(cfg: DictConfig):
@@ -126,10 +129,7 @@ def check_hyperparameters(algos: list[dict], T) -> None:
     """
     T = T if isinstance(T, int) else 1
     for algo in algos:
-        if algo["name"] in BO_ALGORITHMS:  # continuous domains (GSSBO and its baselines)
-            box.resolve_hyperparameters(algo["name"], hyperparameters(algo), T)
-        else:
-            resolve_hyperparameters(algo["name"], hyperparameters(algo), T)
+        get_spec(algo["name"]).resolve(hyperparameters(algo), T)
 
 
 def check_logger(cfg: DictConfig) -> None:
@@ -146,12 +146,12 @@ def check_logger(cfg: DictConfig) -> None:
 
 def check_domains(algos: list[dict], problem_name: str) -> None:
     """ValueError when an algorithm (a compare member too) cannot run on the problem's domain."""
-    box = problem_name in BOX_PROBLEMS
+    domain = "box" if problem_name in BOX_PROBLEMS else "arms"
     for algo in algos:
-        if (algo["name"] in BO_ALGORITHMS) != box:
-            kind, fit = (("a continuous box", BO_ALGORITHMS) if box else ("a finite arm set", ALGORITHMS))
+        if get_spec(algo["name"]).domain != domain:
+            kind = "a continuous box" if domain == "box" else "a finite arm set"
             raise ValueError(f"algorithm {algo['name']!r} cannot run on problem={problem_name!r}, {kind}; "
-                             f"algorithms for it: {sorted(fit)}")
+                             f"algorithms for it: {domain_names(domain)}")
 
 
 def check_run_keys(cfg: DictConfig) -> None:
@@ -311,7 +311,7 @@ def writable_dir_error(path: Path, key: str) -> str | None:
 
 
 class OutputDirCheck(Callback):
-    """Hydra callback (``configs/config.yaml``): the run or sweep directory must be writable before Hydra
+    """Hydra callback (``sketchbo/cli/configs/config.yaml``): the run or sweep directory must be writable before Hydra
     creates it, else ``sketchbo-run: error: ...`` with status 2 instead of Hydra's traceback."""
 
     def on_run_start(self, config: DictConfig, **kwargs) -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sketchbo import tracking
-from sketchbo.tracking import TRACE_KEYS
+from sketchbo.cli import tracking
+from sketchbo.cli.tracking import TRACE_KEYS
 
 
 class ResultsError(Exception):

@@ -225,7 +225,7 @@ def check_online_credentials() -> None:
 def log_wandb(summary: dict, traces: dict, logger: dict, run_dir, uniform_gap: float | None = None) -> list[str]:
     """Log every seed of a result as its own W&B run; return the runs' local directories.
 
-    ``logger`` is the resolved ``configs/logger/wandb.yaml``: ``mode`` (offline | online | disabled),
+    ``logger`` is the resolved ``sketchbo/cli/configs/logger/wandb.yaml``: ``mode`` (offline | online | disabled),
     ``project``, ``entity``, ``group``, ``dir`` (null = ``$WANDB_DIR`` if set, else ``run_dir``) and
     ``tags``. Run name ``<algorithm>-seed<seed>``; config = the resolved config with ``seed`` set to the
     run's seed; history = ``round_metrics`` with the round as step; summary = the seed's end-of-run

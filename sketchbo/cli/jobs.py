@@ -11,16 +11,21 @@ checkpoint (``checkpoint_every`` rounds, ``<run_dir>/checkpoint.npz``) is delete
 """
 from __future__ import annotations
 
+import importlib
 import json
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from sketchbo import certificates, tracking
-from sketchbo.algorithms import BO_ALGORITHMS
+from sketchbo import certificates
+from sketchbo.cli import tracking
+from sketchbo.algorithms import domain_names, get_spec, register
+from sketchbo.spec import AlgorithmSpec
 from sketchbo.problems import ContinuousProblem, make_problem
 from sketchbo.engine.run import run
-from sketchbo.tracking import RUNTIME_KEYS  # config keys that do not change a result
+from sketchbo.cli.tracking import RUNTIME_KEYS  # config keys that do not change a result
 
 # Config keys added after paper-scale results were stored, with the value those results ran with: a stored
 # config without the key is complete for a config that holds this value (tracking.load_complete's ``added``).
@@ -47,9 +52,29 @@ def kernel_override(config: dict) -> dict | None:
     return None if kernel.get("name") is None else dict(kernel)
 
 
+def load_spec(target, name):
+    """Import ``module:ATTR`` (the working directory on the import path), check that it is an AlgorithmSpec
+    named ``name`` and register it; ValueError naming ``algorithm.spec`` otherwise."""
+    if not isinstance(target, str) or target.count(":") != 1:
+        raise ValueError(f"algorithm.spec={target!r} is invalid; write module:NAME, e.g. my_ucb1:UCB1")
+    module, attr = target.split(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        spec = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"algorithm.spec={target!r} cannot be imported ({type(err).__name__}: {err})") from None
+    if not isinstance(spec, AlgorithmSpec):
+        raise ValueError(f"algorithm.spec={target!r} is a {type(spec).__name__}, not a sketchbo.AlgorithmSpec")
+    if spec.name != name:
+        raise ValueError(f"algorithm.spec={target!r} is named {spec.name!r}, but the config's name is {name!r}")
+    register(spec, replace=True)
+
+
 def hyperparameters(algo: dict) -> dict:
-    """The runner's ``params`` of an algorithm config: every key but ``name``."""
-    return {k: v for k, v in algo.items() if k != "name"}
+    """The runner's ``params`` of an algorithm config: every key but ``name`` and ``spec`` (a user's
+    algorithm's ``module:NAME``)."""
+    return {k: v for k, v in algo.items() if k not in ("name", "spec")}
 
 
 def uniform_gap(problem) -> float:
@@ -100,7 +125,7 @@ def run_job(config: dict, run_dir: Path, problem=None, config_text: str | None =
     common = dict(T=config["T"], n_seeds=config["n_seeds"], seed=config["seed"], params=hyperparameters(algo),
                   dtype=config["dtype"], seed_axis=config["seed_axis"], progress=config["progress"],
                   devices=config.get("devices"), **checkpoint_args(config, run_dir))
-    if algo["name"] in BO_ALGORITHMS or isinstance(problem, ContinuousProblem):
+    if get_spec(algo["name"]).domain == "box" or isinstance(problem, ContinuousProblem):
         _check_continuous(algo["name"], problem, config)
         result = run(algo["name"], problem, **common)
         gap = result.hyperparameters["uniform_mean"] - problem.f_min
@@ -130,14 +155,14 @@ def write_comparison(run_dir: Path, T: int, n_seeds: int, members: list[str], su
 
 
 def _check_continuous(name: str, problem, config: dict) -> None:
-    if name not in BO_ALGORITHMS:
+    if get_spec(name).domain != "box":
         raise ValueError(f"problem {problem.name!r} is a continuous domain; algorithm={name!r} runs on "
-                         f"finite arm sets. Continuous algorithms: {sorted(BO_ALGORITHMS)}")
+                         f"finite arm sets. Continuous algorithms: {domain_names('box')}")
     if kernel_override(config) is not None:
         raise ValueError(f"kernel.name={config['kernel']['name']!r}: continuous-domain algorithms fit their own "
                          "Matérn-5/2 ARD kernel; use kernel=problem_default")
 
 
 __all__ = ["ADDED_KEYS", "CHECKPOINT_FILE", "RUNTIME_KEYS", "build_problem", "checkpoint_args", "completed",
-           "hyperparameters", "kernel_override", "remove_checkpoint", "run_job", "stored_result", "uniform_gap",
+           "hyperparameters", "kernel_override", "load_spec", "remove_checkpoint", "run_job", "stored_result", "uniform_gap",
            "write_comparison"]

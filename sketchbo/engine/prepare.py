@@ -1,0 +1,48 @@
+"""The one skeleton of a run's preparation, for both domains (docs/architecture.md#the-engine): the dtype, the
+elements (grid points x seeds: their seeds and stacked params), the compiled program at given capacities, the
+host loop's view and the run's identity for checkpoints. What differs between the domains comes from the
+domain's ``setup`` (``engine.domain.Setup``).
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sketchbo.engine import checkpoint as ckpt
+from sketchbo.engine import host
+from sketchbo.engine.domain import Prepared, RunSpec, get_domain
+from sketchbo.engine.program import compiled_program, element_seeds, stack_elements
+
+
+def prepare(run: RunSpec) -> Prepared:
+    """The run of ``run`` ready for the host loop (``engine.domain.Prepared``)."""
+    alg = run.alg
+    jdt = jnp.float64 if run.dtype == "float64" else jnp.float32
+    setup = get_domain(alg.domain).setup(run, jdt)
+    seeds = element_seeds(run.seeds, len(run.points), run.n_devices)
+    elements = stack_elements([(alg.make_params(h, jdt, **ctx), np.asarray(xi, jdt))
+                               for h, ctx, xi in zip(run.hypers, setup.contexts, setup.xis)],
+                              len(run.seeds), run.n_devices)
+    init_args, chunk_args = (seeds, elements, setup.shared), (elements, setup.shared)
+
+    def program(capacities):
+        static = alg.static(run.hypers[0], setup.setting, capacities)
+        key = (alg.domain, alg, static, *setup.cache_key, run.T, run.seed_axis, setup.rounds_per_call,
+               run.n_devices, seeds.shape, str(jdt.dtype), jax.tree.structure(elements))
+        return compiled_program(key, lambda: setup.make_program(alg.build(static), static, capacities),
+                                init_args, chunk_args, cpu_options=setup.cpu_options, n_devices=run.n_devices)
+
+    points = f" grid of {len(run.points)}" if len(run.points) > 1 else ""
+    loop = host.Loop(label=f"{run.algorithm}/{run.problem.name}{points}", T=run.T, program=program,
+                     grow=setup.grow, next_capacities=setup.next_capacities, check=setup.check, waits=setup.waits)
+
+    def identity():
+        return ckpt.run_identity(run.algorithm, setup.problem_identity(), run.hypers, T=run.T, seeds=run.seeds,
+                                 dtype=run.dtype, seed_axis=run.seed_axis, rounds_per_call=setup.rounds_per_call,
+                                 devices=run.n_devices, **setup.identity_extra)
+
+    return Prepared(loop, setup.capacities, init_args, chunk_args, identity, setup.collect)
+
+
+__all__ = ["prepare"]

@@ -75,10 +75,12 @@ class _Case:
         """Bit-identical traces of two results (ConformanceError naming the trace and the first step)."""
         for key in sorted(set(a.traces) & set(b.traces)):
             x, y = np.asarray(a.traces[key]), np.asarray(b.traces[key])
-            if x.shape != y.shape or not np.array_equal(x, y, equal_nan=x.dtype.kind == "f"):
-                where = np.argwhere(~((x == y) | (np.isnan(x) & np.isnan(y)) if x.dtype.kind == "f" else x == y))
-                at = "" if x.shape != y.shape or not where.size else f" (first at seed/step {where[0].tolist()})"
-                raise self.fail(check, f"{what}: trace {key!r} differs{at}")
+            if x.shape != y.shape:
+                raise self.fail(check, f"{what}: trace {key!r} has shape {x.shape}, not {y.shape}")
+            differ = (x != y) & ~(np.isnan(x) & np.isnan(y)) if x.dtype.kind == "f" else x != y  # NaN == NaN
+            if differ.any():
+                first = np.argwhere(differ)[0].tolist()
+                raise self.fail(check, f"{what}: trace {key!r} differs (first at seed/step {first})")
 
 
 def _leaves(tree):

@@ -17,7 +17,6 @@ from sketchbo.checks import check_float, check_int, invalid_value
 from sketchbo.gp.hyper import FITS, OUTPUT_WARPS
 from sketchbo.spec import Hooks, Setting
 
-GRID_KEYS = ("beta_c", "sigma_d2", "C", "lr_fit", "lr_acq", "local_scale", "kappa")  # the floats a grid may sweep
 # gp_core: the defaults of gp_fit, beta_c and fit_steps (docs/reproductions.md#box-gp-core; the registry's comment)
 GP_CORES = {"map": {"gp_fit": "map", "beta_c": 0.02, "fit_steps": 50},
             "protocol": {"gp_fit": "adam", "beta_c": 0.2, "fit_steps": 20}}
@@ -172,5 +171,5 @@ def hooks(variant: str, params_cls) -> Hooks:
                  capacities=capacities, grow=grow, buffer_rows=data_rows)
 
 
-__all__ = ["GP_CORES", "GRID_KEYS", "capacities", "check_widths", "data_rows", "grow", "hooks", "initial_capacity",
+__all__ = ["GP_CORES", "capacities", "check_widths", "data_rows", "grow", "hooks", "initial_capacity",
            "model_rows", "needs_room", "next_capacity", "params", "point_params", "resolve", "static", "static_config"]

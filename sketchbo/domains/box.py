@@ -25,7 +25,7 @@ import numpy as np
 from sketchbo import acquisition
 from sketchbo.algorithms import get_spec
 from sketchbo.algorithms.box_hyper import (  # noqa: F401 (re-exported: the box registry's hyperparameters)
-    _FLOATS, _INTS, _SELECTIONS, GRID_KEYS, check_widths, initial_capacity, model_rows, needs_room, next_capacity,
+    _FLOATS, _INTS, _SELECTIONS, check_widths, initial_capacity, model_rows, needs_room, next_capacity,
     point_params, static_config,
 )
 from sketchbo.domains.box_program import BOTraces, Buffer, make_program, make_round  # noqa: F401 (re-exported)
@@ -177,9 +177,9 @@ def _collect(spec: RunSpec, g: int, carry, driven, wall0) -> RunResult:
                   spec.dtype, hyper, best_point, spec_layout(spec))
 
 
-__all__ = ["BOTraces", "FACE_TOL", "GRID_KEYS", "check_feedback", "check_space", "initial_capacity", "make_program",
-           "make_round", "model_rows", "needs_room", "next_capacity", "objective_fingerprint", "on_face", "point_params",
-           "DOMAIN", "Buffer", "check_options", "resolve_hyperparameters", "setup", "static_config"]
+__all__ = ["BOTraces", "FACE_TOL", "check_feedback", "check_space", "initial_capacity", "make_program", "make_round",
+           "model_rows", "needs_room", "next_capacity", "objective_fingerprint", "on_face", "point_params", "DOMAIN",
+           "Buffer", "check_options", "resolve_hyperparameters", "setup", "static_config"]
 
 
 DOMAIN = register_domain(Domain("box", check_space, check_options, setup))  # the engine's box domain

@@ -50,13 +50,14 @@ def make_round(alg, problem: ContinuousProblem, T: int, buffer: Buffer | None, m
 
     def record(acc, t, x, info):
         tr, noise, xi = acc
+        own = own_fields(info)  # the step info's own fields (trace-time)
         fx = value(problem, x)
         tr = tr._replace(
             x=tr.x.at[t].set(x), reward=tr.reward.at[t].set(-fx + xi * noise[t]),
             regret=tr.regret.at[t].set(fx - f_min), batch_index=tr.batch_index.at[t].set(tr.rounds),
             dict_size=tr.dict_size.at[t].set(reported(info, "dict_size", 0)),
             ucb=tr.ucb.at[t].set(tr.planned_ucb),  # NaN in the design: no model planned it
-            info={k: v.at[t].set(own_fields(info)[k]) for k, v in tr.info.items()})
+            info={k: v.at[t].set(own[k]) for k, v in tr.info.items()})
         return tr, noise, xi
 
     def round_(carry, keys: SeedKeys, noise, params, xi):

@@ -165,9 +165,10 @@ def _collect(spec: RunSpec, carry, noise, xi, driven, wall0, hyper) -> RunResult
                   driven, wall0, spec.dtype, hyper, best_point, spec_layout(spec))
 
 
-__all__ = ["CHOICES", "DOMAIN", "check_options", "DEFAULT_M_MAX", "FALLBACK", "GRID_KEYS", "MANY_ARMS", "ROUND_BUFFER", "Traces", "check_space",
-           "default_m_max", "empty_traces", "feedback", "initial_capacities", "make_chunk", "make_program", "make_static",
-           "next_capacities", "resolve_hyperparameters", "resolve_kernel", "setup"]
+__all__ = ["CHOICES", "DOMAIN", "check_options", "DEFAULT_M_MAX", "FALLBACK", "GRID_KEYS", "MANY_ARMS",
+           "ROUND_BUFFER", "Traces", "check_space", "default_m_max", "empty_traces", "feedback",
+           "initial_capacities", "make_chunk", "make_program", "make_static", "next_capacities",
+           "resolve_hyperparameters", "resolve_kernel", "setup"]
 
 
 DOMAIN = register_domain(Domain("arms", check_space, check_options, setup))  # the engine's finite domain

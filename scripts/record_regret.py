@@ -10,6 +10,12 @@ set, e.g. GSSBO's Fig. 2::
     python scripts/record_regret.py --results results/paper/gssbo_fig2 --record experiments/gssbo_fig2_record.json
     python scripts/plot_gssbo_fig2.py --results experiments/gssbo_fig2_record.json --out docs/figures
     python scripts/table_gssbo.py --results experiments/gssbo_fig2_record.json
+
+With ``--curves`` the record also keeps the batch size, the dictionary size and one seed's time up to t at the
+same steps, so that BBKB's Figs. 1-2 redraw from it::
+
+    python scripts/record_regret.py --results results/paper/bbkb_fig1 --record experiments/bbkb_fig1_record.json --curves
+    python scripts/plot_bbkb_fig1.py --results experiments/bbkb_fig1_record.json --out docs/figures
 """
 from __future__ import annotations
 
@@ -21,16 +27,34 @@ from sketchbo.cli import plots, results
 HINT = "run the figure's jobs first (scripts/reproduce.sh)"
 
 
+CURVES = (plots.batch_size, plots.dict_size, plots.cumulative_time)  # kept with --curves, by function name
+
+
+def curves_of(result) -> dict:
+    """The per-seed curves of ``result`` that ``--curves`` keeps, those whose traces the result has."""
+    out = {}
+    for curve in CURVES:
+        try:
+            out[curve.__name__] = curve(result)
+        except KeyError:  # e.g. no dictionary: exact GP-UCB, EpsGreedy
+            continue
+    return out
+
+
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", required=True, type=Path, help="a result set (searched recursively)")
     parser.add_argument("--record", required=True, type=Path, help="the regret record to write or add to")
     parser.add_argument("--problem", nargs="+", default=None, help="record only these problems' results")
+    parser.add_argument("--curves", action="store_true",
+                        help="also keep the batch size, dictionary size and one seed's time up to t at the same steps "
+                             "(what BBKB's Figs. 1-2 draw besides R_t), each where the result has its trace")
     args = parser.parse_args(argv)
     found = [r for r in plots.load_results(args.results, HINT) if args.problem is None or r.problem in args.problem]
     if not found:
         raise plots.ResultsError(f"no results of {args.problem} under {args.results}; {HINT}")
-    entries = [results.record_entry(r, plots.cumulative_regret(r), plots.run_time(r)) for r in found]
+    entries = [results.record_entry(r, plots.cumulative_regret(r), plots.run_time(r),
+                                    curves=curves_of(r) if args.curves else None) for r in found]
     merged = results.write_record(args.record, entries)
     for e in entries:
         print(f"recorded {e['algorithm']} on {e['problem']} (T = {e['T']}, seeds {plots.seed_span(e['seeds'])}, "

@@ -96,10 +96,15 @@ class SpecError(Exception):
     """An experiment file is malformed."""
 
 
+RECORDS_INDEX = "records.yaml"  # experiments/records.yaml indexes the committed records; it is no experiment
+
+
 def load_specs(directory: Path = EXPERIMENTS) -> dict:
     """The experiment specs ``{figure name: spec}``, validated, in file-name order."""
     specs = {}
     for path in sorted(Path(directory).glob("*.yaml")):
+        if path.name == RECORDS_INDEX:
+            continue
         spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         where = path.relative_to(REPO) if path.is_relative_to(REPO) else path
         for key in ("name", "results", "plot"):

@@ -6,23 +6,22 @@ The paper does not say how its UCB is maximised. Ours, in two stages, all with s
 1. Score ``n_uniform`` uniform candidates and ``n_local`` Gaussian perturbations (std ``local_scale``,
    projected onto the box) of the incumbents (e.g. the best observed points).
 2. Take the ``n_starts`` best candidates and refine each inside the box by the rule ``method``
-   (:data:`ACQ_METHODS`); the best refined point of any start wins.
+   ([`ACQ_METHODS`][]); the best refined point of any start wins.
 
    * ``adam`` (the default): ``steps`` projected Adam steps, an Adam ascent step followed by the
      projection onto the box (clipping is the Euclidean projection onto a box), never an unconstrained
      optimisation clipped at the end; the best point seen wins.
    * ``spg`` (an option: its converged queries sit on faces more often and measured worse regret,
      docs/reproductions.md#box-maximiser): the spectral projected gradient method (Birgin, Martínez & Raydan 2000,
-     "Nonmonotone spectral projected gradient methods on convex sets", SIAM J. Optim. 10(4), Alg. SPG2 with a
-     monotone line search): the direction d = P(x + α g) − x with the Barzilai–Borwein step α = sᵀs / sᵀy (a
-     scalar secant, quasi-Newton, model of the curvature), an Armijo backtracking along d, run to a
-     projected-gradient tolerance (:data:`SPG_TOL`) or at most ``steps`` iterations. Its backtracking tries
-     :data:`SPG_TRIALS` step lengths at once (one batched acquisition call), so each iteration is one flat loop
-     iteration.
+     "Nonmonotone spectral projected gradient methods on convex sets", SIAM J. Optim. 10(4), Alg. SPG2 with a monotone
+     line search): the direction d = P(x + α g) − x with the Barzilai–Borwein step α = sᵀs / sᵀy (a scalar secant,
+     quasi-Newton, model of the curvature), an Armijo backtracking along d, run to a projected-gradient tolerance
+     ([`SPG_TOL`][]) or at most ``steps`` iterations. Its backtracking tries [`SPG_TRIALS`][] step lengths at once (one
+     batched acquisition call), so each iteration is one flat loop iteration.
 
-``acq`` is a batched differentiable function (q, d) -> (q,); NaN scores count as -inf. ``maximize``'s info
-reports whether the winning start ends on a face of the box (a coordinate within :data:`FACE_TOL` of 0 or 1)
-and the fraction of the refined starts that do.
+``acq`` is a batched differentiable function (q, d) -> (q,); NaN scores count as -inf. ``maximize``'s info reports
+whether the winning start ends on a face of the box (a coordinate within [`FACE_TOL`][] of 0 or 1) and the fraction of
+the refined starts that do.
 """
 from __future__ import annotations
 
@@ -34,19 +33,31 @@ import optax
 
 
 class AcqStatic(NamedTuple):
-    """Sizes of the acquisition maximiser (static)."""
+    """Sizes of the acquisition maximiser (static).
 
-    n_uniform: int = 2048  # uniform candidates
-    n_local: int = 512  # perturbations of the incumbents
-    n_starts: int = 4  # candidates refined inside the box
-    steps: int = 25  # projected Adam steps (adam) or most iterations (spg) per start
-    method: str = "adam"  # the refinement rule (ACQ_METHODS)
+    Attributes:
+        n_uniform: uniform candidates
+        n_local: perturbations of the incumbents
+        n_starts: candidates refined inside the box
+        steps: projected Adam steps (adam) or most iterations (spg) per start
+        method: the refinement rule (ACQ_METHODS)
+    """
+
+    n_uniform: int = 2048
+    n_local: int = 512
+    n_starts: int = 4
+    steps: int = 25
+    method: str = "adam"
 
 
-ACQ_METHODS = ("adam", "spg")  # the refinements of maximize
-FACE_TOL = 1e-6  # a coordinate this close to 0 or 1 (unit-cube coordinates) lies on a face of the box
-SPG_TOL = 1e-6  # spg stops a start when max |P(x + g) - x| (the projected gradient's size) is at most this
-SPG_TRIALS = 8  # step lengths 4^0 .. 4^-7 of the direction tried at once by spg's backtracking
+ACQ_METHODS = ("adam", "spg")
+"""The refinement rules of [`maximize`][]: projected Adam steps or spectral projected gradient."""
+FACE_TOL = 1e-6
+"""A coordinate this close to 0 or 1 (unit-cube coordinates) lies on a face of the box."""
+SPG_TOL = 1e-6
+"""spg stops refining a start when the projected gradient's size, max |P(x + g) - x|, is at most this."""
+SPG_TRIALS = 8
+r"""The step lengths $4^0, \dots, 4^{-7}$ of the direction that spg's backtracking tries at once."""
 SPG_ARMIJO = 1e-4  # sufficient increase f(x + t d) >= f(x) + SPG_ARMIJO t g.d (Birgin et al.'s gamma)
 SPG_ALPHA = (1e-10, 1e10)  # the safeguard interval of the Barzilai-Borwein step
 
@@ -171,7 +182,8 @@ def maximize(key, acq: Callable, incumbents, inc_mask, static: AcqStatic, lr=0.0
                           "starts_on_face": jnp.mean(faces.astype(xs.dtype)), "acq_iterations": iters}
 
 
-BETA_RULES = ("protocol", "theory")  # the UCB widths of ucb_width
+BETA_RULES = ("protocol", "theory")
+"""The UCB width rules of [`ucb_width`][]."""
 THEORY_DELTA = 0.1  # the failure probability of the theory rule
 
 

@@ -1,17 +1,11 @@
-"""Ask/tell optimisation of any black box, over a finite candidate set or a box. Rewards are **maximised**.
+r"""Ask/tell optimisation of any black box, over a finite candidate set or a box. Rewards are **maximised**.
 
-Every algorithm of the registry (``sketchbo.ALGORITHMS``) runs here: on an (A, d) array of candidates the
-finite-arm ones — BKB (Calandriello et al., COLT 2019), Batch-BKB (Calandriello et al., ICML 2020), exact
-GP-UCB, GP-BUCB, eps-greedy, S-BPE — and on a :class:`sketchbo.Box` the box ones — GSSBO (Wei et al. 2025) and
-its baselines. The loop::
+Every algorithm of the registry (``sketchbo.ALGORITHMS``) runs here: on an (A, d) array of candidates the finite-arm
+ones — BKB (Calandriello et al., COLT 2019), Batch-BKB (Calandriello et al., ICML 2020), exact GP-UCB, GP-BUCB,
+eps-greedy, S-BPE — and on a [`sketchbo.Box`][sketchbo.spaces.Box] the box ones — GSSBO (Wei et al. 2025) and its
+baselines. The loop: ``ask`` a batch, evaluate it, ``tell`` its rewards; ``best`` at the end.
 
-    opt = Optimizer(space, "bbkb", horizon=100, seed=0)   # space: (A, d) candidates, or Box(lower, upper)
-    while opt.n_told < 100:
-        keys, X = opt.ask()                  # the next batch: keys and points (n, d)
-        opt.tell(keys, [f(x) for x in X])    # the whole batch, any order; f is any Python callable
-    index, point, mean = opt.best()          # index None on a box
-
-``ask`` runs the algorithm's ``select`` until its batch rule closes the batch (BBKB: 1 + sum_s s~^2_fb(x_s) > C~,
+``ask`` runs the algorithm's ``select`` until its batch rule closes the batch (BBKB: $1 + \sum_s \tilde\sigma^2_{fb}(x_s) > \tilde C$,
 Alg. 1, L5; sequential algorithms: one point) in one compiled loop; until ``tell`` it is idempotent. ``tell``
 feeds the batch back and refreshes the model (BBKB Alg. 1, L9–16). Both are the engine's halves
 (``engine.asktell``), so told a run's rewards, an optimiser asks exactly what ``sketchbo.run`` queries, and
@@ -31,6 +25,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpy.typing import ArrayLike
 
 from sketchbo.algorithms import domain_names, get_spec
 from sketchbo.spec import AlgorithmSpec, Setting
@@ -41,15 +36,22 @@ from sketchbo.engine.validate import check_float, check_int, invalid_value
 from sketchbo.kernels import kernel_params, median_sigma2
 from sketchbo.spaces import Box, as_candidates
 
-FORMAT = "sketchbo.api.Optimizer/2"  # tag of the files written by Optimizer.save (2: both spaces)
+FORMAT = "sketchbo.api.Optimizer/2"
+"""The tag of the files [`Optimizer.save`][] writes (version 2: both spaces)."""
 
 
 class Best(NamedTuple):
-    """The best point told so far."""
+    """The best point told so far.
 
-    index: int | None  # index into the candidates; None on a box
-    point: np.ndarray  # (d,)
-    mean: float  # mean of the rewards told for it (on a box: its reward)
+    Attributes:
+        index: the point's row in the candidates; None on a box.
+        point: `(d,)` the point, in the candidates' (or the box's) coordinates.
+        mean: the mean of the rewards told for it (on a box: its reward).
+    """
+
+    index: int | None
+    point: np.ndarray
+    mean: float
 
 
 class _Pending(NamedTuple):
@@ -62,7 +64,7 @@ class _Pending(NamedTuple):
 # ------------------------------------------------------------------------------------------ validation
 
 def _kernel_spec(kernel: dict | None, arms: np.ndarray) -> dict:
-    """The kernel as a JSON-serialisable dict; None gives the rbf kernel of :func:`median_sigma2`."""
+    """The kernel as a JSON-serialisable dict; None gives the rbf kernel of [`median_sigma2`][]."""
     if kernel is None:
         return {"name": "rbf", "sigma2": median_sigma2(arms)}
     if not isinstance(kernel, dict):
@@ -165,51 +167,75 @@ class Optimizer:
     """Ask/tell optimiser (maximisation) of a black box over a finite candidate set or a box.
 
     Args:
-        space: an (A, d) array-like of candidate points, or a :class:`sketchbo.Box`.
-        algorithm: an :class:`~sketchbo.spec.AlgorithmSpec` or a registered name (``sketchbo.ALGORITHMS``) of
-            the space's domain; None: ``"bbkb"`` on candidates,
-            ``"gssbo"`` on a box.
+        space: an (A, d) array-like of candidate points, or a [`sketchbo.Box`][sketchbo.spaces.Box].
+        algorithm: an [`AlgorithmSpec`][] or a registered name (``sketchbo.ALGORITHMS``) of the space's domain; None:
+            ``"bbkb"`` on candidates, ``"gssbo"`` on a box.
         horizon: the planned number of evaluations T (delta defaults to 1/T, buffers hold T evaluations).
             On candidates asking beyond it works the same way (the buffers wrap around); a box optimiser asks
             at most ``horizon`` points.
         seed: the keys are ``jax.random.key(seed)``'s, as in ``sketchbo.run``.
         params: the algorithm's hyperparameters (``spec.defaults`` names them).
-        kernel: candidates only: e.g. ``{"name": "rbf", "sigma2": 0.5}``; default rbf with half the median
-            squared distance between candidates (:func:`median_sigma2`).
+        kernel: candidates only: e.g. ``{"name": "rbf", "sigma2": 0.5}``; default rbf with half the median squared
+            distance between candidates ([`median_sigma2`][]).
         dtype: ``"float64"`` or ``"float32"``.
         noise_std: candidates only: xi in the confidence width; None uses sqrt(lam), as a run does.
 
     Raises:
         ValueError: naming the argument, before anything is compiled.
+
+    Examples:
+        ```python
+        import numpy as np
+        import sketchbo as sb
+
+        candidates = np.random.default_rng(0).uniform(-1, 1, size=(300, 2))
+        opt = sb.Optimizer(candidates, "bbkb", horizon=40, seed=0)
+        while opt.n_told < 40:
+            keys, X = opt.ask()                                 # arm indices (n,) and their points (n, 2)
+            opt.tell(keys, -np.sum((X - 0.3) ** 2, axis=1))    # rewards are maximised
+        index, point, mean = opt.best()                         # point is near (0.3, 0.3)
+        ```
     """
 
-    def __init__(self, space, algorithm: str | None = None, *, horizon: int = 1000, seed: int = 0,
-                 params: dict | None = None, kernel: dict | None = None, dtype: str = "float64",
+    def __init__(self, space: ArrayLike | Box, algorithm: str | AlgorithmSpec | None = None, *, horizon: int = 1000,
+                 seed: int = 0, params: dict | None = None, kernel: dict | None = None, dtype: str = "float64",
                  noise_std: float | None = None):
         self._s = _session(space, algorithm, params, kernel, seed, horizon, dtype, noise_std)
         self._history: list[tuple[np.ndarray, np.ndarray]] = []  # told batches (keys, rewards) in asked order
         self._pending: _Pending | None = None
 
     def ask(self) -> tuple[np.ndarray, np.ndarray]:
-        """The next batch, n >= 1 points; idempotent until :meth:`tell`.
+        """The next batch, n >= 1 points; idempotent until [`tell`][].
 
         Returns:
-            ``(keys (n,) int, points (n, d) float64)``: keys are arm indices on candidates, steps on a box.
+            ``(keys, points)``: keys `(n,)` int (arm indices; steps on a box) and points `(n, d)` float64.
+
+        Examples:
+            ```python
+            import numpy as np
+            import sketchbo as sb
+
+            opt = sb.Optimizer(np.linspace(0, 1, 50)[:, None], "gp_ucb", horizon=10)
+            keys, X = opt.ask()                    # gp_ucb is sequential: one key, X of shape (1, 1)
+            assert (opt.ask()[0] == keys).all()    # the same batch until tell
+            opt.tell(keys, np.sin(6 * X[:, 0]))    # each key with its reward, the keys in any order
+            ```
         """
         if self._pending is None:
             self._pending = _Pending(*self._s.select([k for k, _ in self._history], self.n_told))
         return self._pending.keys.copy(), self._pending.points.copy()
 
-    def tell(self, keys, rewards) -> None:
+    def tell(self, keys: ArrayLike, rewards: ArrayLike) -> None:
         """Feed back the rewards of the whole pending batch, in any order.
 
         Args:
-            keys: the keys :meth:`ask` returned (each as often as asked).
+            keys: the keys [`ask`][] returned (each as often as asked).
             rewards: (n,) finite rewards, in the order of ``keys``.
 
         Raises:
             ValueError: leaving the optimiser unchanged, when there is no pending batch, when the keys are not
                 the pending batch, when the lengths differ or when a reward is NaN or infinite.
+
         """
         k, y = _checked_feedback(self._pending, keys, rewards)
         self._s.tell(self._pending.state, k, y, self.n_told, self._pending.extra)
@@ -220,8 +246,10 @@ class Optimizer:
         """The best point told so far.
 
         Returns:
-            ``Best(index, point, mean)``: on candidates the one with the best mean told reward; on a box the
-            point with the best reward (``index`` None).
+            The candidate with the best mean told reward; on a box the point with the best reward (``index`` None).
+
+        Raises:
+            ValueError: before anything was told.
         """
         if not self._history:
             raise ValueError("best() needs at least one told evaluation; call ask() and tell() first")
@@ -249,7 +277,7 @@ class Optimizer:
 
     # -------------------------------------------------------------------------------- files
 
-    def save(self, path) -> None:
+    def save(self, path: str | os.PathLike) -> None:
         """Write the optimiser to ``path`` (an ``.npz``, written atomically: a temporary file, then renamed).
 
         Args:
@@ -280,19 +308,33 @@ class Optimizer:
             raise ValueError(f"Optimizer.save({shown!r}): cannot write there ({err.strerror or err})") from None
 
     @classmethod
-    def load(cls, path, algorithm: AlgorithmSpec | None = None) -> "Optimizer":
-        """Restore an optimiser written by :meth:`save`; it asks what the saved one would have asked.
+    def load(cls, path: str | os.PathLike, algorithm: AlgorithmSpec | None = None) -> Optimizer:
+        """Restore an optimiser written by [`save`][]; it asks what the saved one would have asked.
 
         Args:
-            path: a file written by :meth:`save`.
+            path: a file written by [`save`][].
             algorithm: the spec of an algorithm that is not registered (the saved optimiser's own, of the same
                 name); None: the registered algorithm of the saved name.
 
         Returns:
-            The restored :class:`Optimizer`.
+            The restored [`Optimizer`][].
 
         Raises:
-            ValueError: naming ``path`` when it is not a readable file written by :meth:`save`.
+            ValueError: naming ``path`` when it is not a readable file written by [`save`][].
+
+        Examples:
+            ```python
+            import tempfile
+            import numpy as np
+            import sketchbo as sb
+            opt = sb.Optimizer(np.linspace(0, 1, 50)[:, None], "gp_ucb", horizon=10, seed=0)
+            for _ in range(5):
+                keys, X = opt.ask()
+                opt.tell(keys, np.sin(6 * X[:, 0]))
+            opt.save(path := tempfile.mkdtemp() + "/optimizer.npz")
+            restored = sb.Optimizer.load(path)     # asks what opt asks next
+            assert restored.n_told == 5 and (restored.ask()[0] == opt.ask()[0]).all()
+            ```
         """
         shown = os.fspath(path)
         try:

@@ -4,51 +4,54 @@ After a run of BKB (Calandriello et al., COLT 2019) or Batch-BKB (BBKB, Calandri
 module computes, from the trace of pulled arms alone, the quantities the papers' complexity theorems are stated
 in, and the bounds themselves, so that a run can be checked against them:
 
-* :func:`effective_dimension` d_eff(lam, X_T) = Tr(K_T (K_T + lam I)^{-1}) (BKB Sec. 3, Eq. before Thm. 1;
-  BKB Prop. 5: = sum_s sigma_T^2(x_s)), exact, on the unique pulled arms with their counts;
-* :func:`sum_posterior_variance` sum_t sigma_{t-1}^2(x_t) of the exact GP (BBKB Thm. 2's regret is stated in
-  it) or, with ``after_pull=True``, sum_t sigma_t^2(x_t) (the sum of BBKB App. B.1's bound on the number of
-  batches), exact, blocked;
-* the bounds: :func:`bbkb_dictionary_bound` (BBKB Thm. 1 (1)), :func:`bbkb_batch_bound` (BBKB App. B.1, proof of
-  Thm. 1 (2)), :func:`bkb_dictionary_bound` (BKB Thm. 1), their conditions (:func:`qbar_condition`,
-  :func:`bkb_epsilon`) and :func:`collapse_warning`;
-* :func:`certificates`: all of it for one seed of a run, as plain JSON-serialisable Python values.
+* [`effective_dimension`][] d_eff(lam, X_T) = Tr(K_T (K_T + lam I)^{-1}) (BKB Sec. 3, Eq. before Thm. 1; BKB Prop. 5: =
+  sum_s sigma_T^2(x_s)), exact, on the unique pulled arms with their counts;
+* [`sum_posterior_variance`][] sum_t sigma_{t-1}^2(x_t) of the exact GP (BBKB Thm. 2's regret is stated in it) or, with
+  ``after_pull=True``, sum_t sigma_t^2(x_t) (the sum of BBKB App. B.1's bound on the number of batches), exact, blocked;
+* the bounds: [`bbkb_dictionary_bound`][] (BBKB Thm. 1 (1)), [`bbkb_batch_bound`][] (BBKB App. B.1, proof of Thm. 1
+  (2)), [`bkb_dictionary_bound`][] (BKB Thm. 1), their conditions ([`qbar_condition`][], [`bkb_epsilon`][]) and
+  [`collapse_warning`][];
+* [`certificates`][]: all of it for one seed of a run, as plain JSON-serialisable Python values.
 
 Units: every variance here is the papers' lam-scaled one, sigma_t^2(x) = (k(x, x) - k_t(x)^T (K_t + lam I)^{-1}
 k_t(x)) / lam (BBKB Eq. 2 with S = X_t; BKB Eq. 4), i.e. the GP posterior variance with noise variance lam,
 divided by lam. In these units sum_t log(1 + sigma_{t-1}^2(x_t)) = log det(I + K_T / lam).
 
-Where the papers' statements and proofs differ, the statement is implemented and the proof's value is offered
-beside it (:func:`bbkb_dictionary_bound` ``form="proof"``; see its docstring and :data:`BBKB_QBAR_FACTOR`).
+Where the papers' statements and proofs differ, the statement is implemented and the proof's value is offered beside it
+([`bbkb_dictionary_bound`][] ``form="proof"``; see its docstring and [`BBKB_QBAR_FACTOR`][]).
 
-Everything is host-side float64 numpy (the kernel matrices through :mod:`sketchbo.kernels`, evaluated with
-float64 enabled), not jitted: it runs once per seed after a run.
+Everything is host-side float64 numpy (the kernel matrices through [`sketchbo.kernels`][], evaluated with float64
+enabled), not jitted: it runs once per seed after a run.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from sketchbo.gp.information import (  # noqa: F401  (effective_dimension & co. re-exported: the certificates' inputs)
     _arms, _at_least_one, _delta, _diag, _effective_dimension, _horizon, _kernel, _nonnegative, _positive,
     _pull_variances, _pulled, _real,
     effective_dimension, pull_variances, sum_posterior_variance,
 )
+from sketchbo.engine.result import RunResult
+from sketchbo.problems.base import Problem
 
-# BBKB Thm. 1's condition q-bar >= 8 log(4T/delta) as stated (Sec. 3 and its restatement in App. B.1). The proof
-# of Thm. 1 (1) invokes Thm. 3 (= Lemma 6), whose proof asks for inclusion probabilities >= 24 log(4T/delta)
-# sigma^2 with sigma~^2 >= sigma^2 / 3, i.e. q-bar >= 72 log(4T/delta) (and Thm. 2 asks q-bar >= 72 C~ log(4T/delta)).
 BBKB_QBAR_FACTOR = 8.0
-# BKB Thm. 1: q-bar >= 6 alpha log(4T/delta) / eps^2 with alpha = (1 + eps)/(1 - eps). The factor
-# (1 + eps)/((1 - eps) eps^2) is smallest at eps = (sqrt(5) - 1)/2 = 1/phi, where it equals phi^5 (phi the golden
-# ratio): no eps satisfies the condition when q-bar < 6 phi^5 log(4T/delta) ~ 66.5 log(4T/delta).
+r"""BBKB Thm. 1's condition $\bar q \ge 8 \log(4T/\delta)$ as stated (Sec. 3, restated in App. B.1). The proof of Thm. 1
+(1) invokes Thm. 3 (= Lemma 6), which asks for inclusion probabilities $\ge 24 \log(4T/\delta) \sigma^2$ with
+$\tilde\sigma^2 \ge \sigma^2 / 3$: $\bar q \ge 72 \log(4T/\delta)$ (Thm. 2: $72 \tilde C \log(4T/\delta)$)."""
 GOLDEN = (1.0 + math.sqrt(5.0)) / 2.0
-BKB_EPS_LOOSEST = 1.0 / GOLDEN  # the eps of BKB Thm. 1 with the weakest condition on q-bar
-BKB_QBAR_FACTOR = 6.0 * GOLDEN ** 5  # ~66.54
-# collapse_warning: at q-bar <= 1 the resampled dictionary collapsed exploration in our runs (BBKB, q-bar = 1:
-# R_T / R_unif 0.95 on gp_sample, near uniform on Cadata, with the authors' code too)
+BKB_EPS_LOOSEST = 1.0 / GOLDEN
+r"""The $\varepsilon$ of BKB Thm. 1 with the weakest condition on $\bar q$, $1/\varphi$ ($\varphi$ the golden ratio):
+the condition $\bar q \ge 6 \alpha \log(4T/\delta) / \varepsilon^2$, $\alpha = (1 + \varepsilon)/(1 - \varepsilon)$, has
+its smallest factor, $\varphi^5$, there."""
+BKB_QBAR_FACTOR = 6.0 * GOLDEN ** 5
+r"""BKB Thm. 1 holds for no $\varepsilon$ when $\bar q < 6 \varphi^5 \log(4T/\delta) \approx 66.5 \log(4T/\delta)$."""
 COLLAPSE_QBAR = 1.0
+r"""At $\bar q$ at most this, the resampled dictionary collapsed exploration in our runs ([`collapse_warning`][]): BBKB
+at $\bar q = 1$ had $R_T / R_T^{\mathrm{unif}}$ 0.95 on gp_sample, near 1 on Cadata, the authors' code too."""
 
 # algorithms with a dictionary-size theorem, and the theorem's paper
 _BBKB_FAMILY = ("bbkb", "bbkb_local")
@@ -57,16 +60,17 @@ _BKB_FAMILY = ("bkb",)
 
 # ------------------------------------------------------------------------------------------------- the bounds
 
-def bbkb_dictionary_bound(d_eff, C, qbar, lam, kappa2, *, form: str = "statement") -> float:
+def bbkb_dictionary_bound(d_eff: float, C: float, qbar: float, lam: float, kappa2: float, *,
+                          form: str = "statement") -> float:
     """BBKB Thm. 1 (1): |S_t| <= 9 C~ (1 + kappa^2 / lam) q-bar d_eff(X_t), w.p. 1 - delta for all t.
 
-    The theorem (BBKB, ICML 2020, Sec. 3, restated in App. B.1) holds for delta in (0, 1), C~ >= 1, lam >= 1
-    and q-bar >= 8 log(4T/delta) (:func:`qbar_condition`). Its proof in App. B.1 plugs the over-estimation
-    constant 9 C~ (1 + kappa^2 / lam) of Eq. 3 into BKB's Thm. 1 and arrives at the larger
-    81 C~ (1 + kappa^2 / lam)^2 q-bar d_eff(X_t) (``form="proof"``).
+    The theorem (BBKB, ICML 2020, Sec. 3, restated in App. B.1) holds for delta in (0, 1), C~ >= 1, lam >= 1 and
+    q-bar >= 8 log(4T/delta) ([`qbar_condition`][]). Its proof in App. B.1 plugs the over-estimation constant 9 C~ (1 +
+    kappa^2 / lam) of Eq. 3 into BKB's Thm. 1 and arrives at the larger 81 C~ (1 + kappa^2 / lam)^2 q-bar d_eff(X_t)
+    (``form="proof"``).
 
     Args:
-        d_eff: the effective dimension d_eff(lam, X_t) (:func:`effective_dimension`), >= 0.
+        d_eff: the effective dimension d_eff(lam, X_t) ([`effective_dimension`][]), >= 0.
         C: the batch threshold C~ >= 1.
         qbar: the oversampling q-bar > 0.
         lam: the regulariser lambda > 0.
@@ -78,6 +82,7 @@ def bbkb_dictionary_bound(d_eff, C, qbar, lam, kappa2, *, form: str = "statement
 
     Raises:
         ValueError: naming the argument that is invalid.
+
     """
     d_eff, C, qbar = _nonnegative("d_eff", d_eff), _at_least_one("C", C), _positive("qbar", qbar)
     lam, kappa2 = _positive("lam", lam), _positive("kappa2", kappa2)
@@ -89,16 +94,16 @@ def bbkb_dictionary_bound(d_eff, C, qbar, lam, kappa2, *, form: str = "statement
     raise ValueError(f"form={form!r} is invalid; choose one of ['statement', 'proof']")
 
 
-def bbkb_batch_bound(sum_var, C, lam, kappa2) -> float:
+def bbkb_batch_bound(sum_var: float, C: float, lam: float, kappa2: float) -> float:
     """BBKB's bound on the number of batches (resparsifications): C~ / (C~ - 1) 9 (1 + kappa^2 / lam) sum_var.
 
     BBKB (ICML 2020) Thm. 1 (2) states B <= O(d_eff(X_T)); its proof (App. B.1, "Bounding the total number of
-    resparsifications") derives B <= C~ / (C~ - 1) * 9 (1 + kappa^2 / lam) * sum_{t=1}^T sigma_t^2(x_t), w.p.
-    1 - delta under Thm. 1's conditions, from the terminating inequality C~ < 1 + sum_{s in batch}
-    sigma~_fb^2(x_s) of every batch that ended by the rule. The paper's sum is of sigma_t^2(x_t), the variance
-    after x_t's own pull (:func:`sum_posterior_variance` with ``after_pull=True``); the larger
-    sum_t sigma_{t-1}^2(x_t) gives a valid, looser bound. B counts the batches closed by the rule: a run's
-    batch count is at most B + 2 (x_1's round and a last batch cut at T).
+    resparsifications") derives B <= C~ / (C~ - 1) * 9 (1 + kappa^2 / lam) * sum_{t=1}^T sigma_t^2(x_t), w.p. 1 - delta
+    under Thm. 1's conditions, from the terminating inequality C~ < 1 + sum_{s in batch} sigma~_fb^2(x_s) of every batch
+    that ended by the rule. The paper's sum is of sigma_t^2(x_t), the variance after x_t's own pull
+    ([`sum_posterior_variance`][] with ``after_pull=True``); the larger sum_t sigma_{t-1}^2(x_t) gives a valid, looser
+    bound. B counts the batches closed by the rule: a run's batch count is at most B + 2 (x_1's round and a last batch
+    cut at T).
 
     Args:
         sum_var: sum_t sigma_t^2(x_t) (lam-scaled), >= 0.
@@ -119,9 +124,9 @@ def bbkb_batch_bound(sum_var, C, lam, kappa2) -> float:
     return C / (C - 1.0) * 9.0 * (1.0 + kappa2 / lam) * sum_var
 
 
-def bkb_epsilon(qbar, T, delta) -> float | None:
+def bkb_epsilon(qbar: float, T: int, delta: float) -> float | None:
     """The smallest eps in (0, 1) for which q-bar meets BKB Thm. 1's condition q-bar >= 6 alpha log(4T/delta) / eps^2,
-    alpha = (1 + eps) / (1 - eps); None when no eps does (q-bar < 6 phi^5 log(4T/delta), :data:`BKB_QBAR_FACTOR`).
+    alpha = (1 + eps) / (1 - eps); None when no eps does (q-bar < 6 phi^5 log(4T/delta), [`BKB_QBAR_FACTOR`][]).
 
     The condition's factor (1 + eps) / ((1 - eps) eps^2) decreases on (0, 1/phi], so the smallest admissible eps
     (the smallest alpha, the tightest dictionary bound) is its root there, found by bisection.
@@ -154,14 +159,15 @@ def bkb_epsilon(qbar, T, delta) -> float | None:
     return hi
 
 
-def bkb_dictionary_bound(d_eff, qbar, lam, kappa2, *, eps: float = BKB_EPS_LOOSEST) -> float:
+def bkb_dictionary_bound(d_eff: float, qbar: float, lam: float, kappa2: float, *,
+                         eps: float = BKB_EPS_LOOSEST) -> float:
     """BKB Thm. 1: |S_t| <= 3 (1 + kappa^2 / lam) alpha q-bar d_eff(lam, X_t), alpha = (1 + eps) / (1 - eps).
 
-    BKB (Calandriello et al., COLT 2019) Thm. 1: for eps, delta in (0, 1), if q-bar >= 6 alpha log(4T/delta) /
-    eps^2, then w.p. 1 - delta, for all t, sigma_t^2/alpha <= sigma~_t^2 <= alpha sigma_t^2 and the bound above
-    holds. The theorem holds for every admissible eps; :func:`bkb_epsilon` gives the smallest (the tightest
-    bound). The default eps = 1/phi ~ 0.618 (alpha = 2 + sqrt(5) ~ 4.24) is the eps whose condition on q-bar is
-    the weakest (q-bar >= 66.5 log(4T/delta)).
+    BKB (Calandriello et al., COLT 2019) Thm. 1: for eps, delta in (0, 1), if q-bar >= 6 alpha log(4T/delta) / eps^2,
+    then w.p. 1 - delta, for all t, sigma_t^2/alpha <= sigma~_t^2 <= alpha sigma_t^2 and the bound above holds. The
+    theorem holds for every admissible eps; [`bkb_epsilon`][] gives the smallest (the tightest bound). The default eps =
+    1/phi ~ 0.618 (alpha = 2 + sqrt(5) ~ 4.24) is the eps whose condition on q-bar is the weakest (q-bar >= 66.5
+    log(4T/delta)).
 
     Args:
         d_eff: the effective dimension d_eff(lam, X_t), >= 0.
@@ -183,12 +189,12 @@ def bkb_dictionary_bound(d_eff, qbar, lam, kappa2, *, eps: float = BKB_EPS_LOOSE
     return 3.0 * (1.0 + kappa2 / lam) * alpha * qbar * d_eff
 
 
-def qbar_condition(qbar, T, delta, *, algorithm: str = "bbkb") -> tuple[bool, float]:
+def qbar_condition(qbar: float, T: int, delta: float, *, algorithm: str = "bbkb") -> tuple[bool, float]:
     """Whether q-bar meets the dictionary theorem's condition, and its threshold.
 
-    "bbkb" / "bbkb_local": BBKB Thm. 1, q-bar >= 8 log(4T/delta) (as stated; its proof needs 72 log(4T/delta),
-    see :data:`BBKB_QBAR_FACTOR`). "bkb": BKB Thm. 1 for some eps, q-bar >= 6 phi^5 log(4T/delta) ~ 66.5
-    log(4T/delta) (:func:`bkb_epsilon`).
+    "bbkb" / "bbkb_local": BBKB Thm. 1, q-bar >= 8 log(4T/delta) (as stated; its proof needs 72 log(4T/delta), see
+    [`BBKB_QBAR_FACTOR`][]). "bkb": BKB Thm. 1 for some eps, q-bar >= 6 phi^5 log(4T/delta) ~ 66.5 log(4T/delta)
+    ([`bkb_epsilon`][]).
 
     Args:
         qbar: the oversampling q-bar > 0.
@@ -197,10 +203,16 @@ def qbar_condition(qbar, T, delta, *, algorithm: str = "bbkb") -> tuple[bool, fl
         algorithm: "bbkb" (default), "bbkb_local" or "bkb".
 
     Returns:
-        (met, threshold): ``qbar >= threshold`` and the threshold, as (bool, float).
+        ``(met, threshold)``: whether ``qbar >= threshold``, and the threshold.
 
     Raises:
         ValueError: naming the argument that is invalid.
+
+    Examples:
+        ```python
+        from sketchbo import certificates
+        certificates.qbar_condition(2.0, T=1000, delta=1e-3)   # (False, 121.6...): qbar < 8 log(4T/delta)
+        ```
     """
     qbar, T, delta = _positive("qbar", qbar), _horizon(T), _delta(delta)
     if algorithm in _BBKB_FAMILY:
@@ -214,13 +226,13 @@ def qbar_condition(qbar, T, delta, *, algorithm: str = "bbkb") -> tuple[bool, fl
     return bool(qbar >= threshold), float(threshold)
 
 
-def collapse_warning(qbar) -> str | None:
+def collapse_warning(qbar: float) -> str | None:
     """A one-line warning when q-bar is so small that resampling the dictionary collapses exploration, else None.
 
-    The dictionary is resampled with inclusion probabilities q-bar sigma~^2 (BKB Alg. 1, BBKB Alg. 1 L13); at
-    q-bar <= 1 (:data:`COLLAPSE_QBAR`) it stays too small to keep the variances of the explored arms, and BBKB's
-    regret was close to that of uniformly random arms (R_T / R_unif 0.95 on gp_sample; Cadata likewise, with the
-    authors' code too). The theorems ask q-bar >= 8 log(4T/delta) (:func:`qbar_condition`).
+    The dictionary is resampled with inclusion probabilities q-bar sigma~^2 (BKB Alg. 1, BBKB Alg. 1 L13); at q-bar <= 1
+    ([`COLLAPSE_QBAR`][]) it stays too small to keep the variances of the explored arms, and BBKB's regret was close to
+    that of uniformly random arms (R_T / R_unif 0.95 on gp_sample; Cadata likewise, with the authors' code too). The
+    theorems ask q-bar >= 8 log(4T/delta) ([`qbar_condition`][]).
 
     Args:
         qbar: the oversampling q-bar > 0.
@@ -261,28 +273,28 @@ def _counts_of_run(queries: np.ndarray, batch_index, dict_size) -> dict:
             "max_batch_size": int(sizes.max()) if sizes.size else 0}
 
 
-def certificates(algorithm: str, kernel_name, kernel_params, arms, queries, batch_index, dict_size, lam, qbar, C, T,
-                 delta) -> dict:
+def certificates(algorithm: str, kernel_name: str, kernel_params: dict, arms: ArrayLike, queries: ArrayLike,
+                 batch_index: ArrayLike, dict_size: ArrayLike, lam: float, qbar: float, C: float | None, T: int,
+                 delta: float | None) -> dict:
     """The theory certificates of one seed of a finite-arm run: the run's counts beside the papers' bounds.
 
-    Always: ``d_eff`` (:func:`effective_dimension`, of all pulls), ``sum_variance`` (sum_t sigma_{t-1}^2(x_t), BBKB
-    Thm. 2), ``sum_variance_after`` (sum_t sigma_t^2(x_t), BBKB App. B.1), and the run's ``max_dict_size``,
-    ``n_batches`` and ``max_batch_size``. For "bbkb" and "bbkb_local" also ``kappa2``, ``dict_bound`` (BBKB Thm. 1
-    (1) as stated, :func:`bbkb_dictionary_bound`), ``dict_bound_proof`` (the constant of its proof),
-    ``batch_bound`` (App. B.1, :func:`bbkb_batch_bound` with ``sum_variance_after``), ``qbar_condition_met``,
-    ``qbar_threshold`` (8 log(4T/delta)), ``lam_condition_met`` (Thm. 1 asks lam >= 1) and ``note``. For "bkb":
-    ``kappa2``, ``dict_bound`` (BKB Thm. 1 at the smallest admissible eps, :func:`bkb_epsilon`, else at eps = 1/phi),
-    ``bkb_eps``, ``qbar_condition_met``, ``qbar_threshold`` and ``note``. ``note`` is None when the theorem's
-    conditions hold, else one line saying which fails. (bbkb_local's rule is the authors' code's, not the paper's;
-    every batch it closes also meets the global terminating inequality C~ < 1 + sum_s sigma~_fb^2(x_s) that the
-    batch bound uses, and it is reported with BBKB's bounds.)
+    Always: ``d_eff`` ([`effective_dimension`][], of all pulls), ``sum_variance`` (sum_t sigma_{t-1}^2(x_t), BBKB Thm.
+    2), ``sum_variance_after`` (sum_t sigma_t^2(x_t), BBKB App. B.1), and the run's ``max_dict_size``, ``n_batches`` and
+    ``max_batch_size``. For "bbkb" and "bbkb_local" also ``kappa2``, ``dict_bound`` (BBKB Thm. 1 (1) as stated,
+    [`bbkb_dictionary_bound`][]), ``dict_bound_proof`` (the constant of its proof), ``batch_bound`` (App. B.1,
+    [`bbkb_batch_bound`][] with ``sum_variance_after``), ``qbar_condition_met``, ``qbar_threshold`` (8 log(4T/delta)),
+    ``lam_condition_met`` (Thm. 1 asks lam >= 1) and ``note``. For "bkb": ``kappa2``, ``dict_bound`` (BKB Thm. 1 at the
+    smallest admissible eps, [`bkb_epsilon`][], else at eps = 1/phi), ``bkb_eps``, ``qbar_condition_met``,
+    ``qbar_threshold`` and ``note``. ``note`` is None when the theorem's conditions hold, else one line saying which
+    fails. (bbkb_local's rule is the authors' code's, not the paper's; every batch it closes also meets the global
+    terminating inequality C~ < 1 + sum_s sigma~_fb^2(x_s) that the batch bound uses, and it is reported with BBKB's
+    bounds.)
 
     Args:
         algorithm: the algorithm's name (``sketchbo.algorithms.ALGORITHMS``); those without a dictionary theorem
             (gp_ucb, gp_bucb, eps_greedy, sbpe) get d_eff, the sums and the counts only.
         kernel_name: the run's kernel name.
-        kernel_params: its parameters (e.g. the problem's kernel dict without "name", or the arrays of
-            :func:`sketchbo.kernels.kernel_params`).
+        kernel_params: its parameters (the problem's kernel without "name", or [`sketchbo.kernels.kernel_params`][]).
         arms: (A, d) the problem's arms.
         queries: (T,) int the seed's pulled arm per step (``traces["query"][s]``; -1 = not taken).
         batch_index: (T,) int the round of each step (``traces["batch_index"][s]``).
@@ -351,8 +363,8 @@ def _theorem(algorithm: str, d_eff: float, sum_after: float, kappa2: float, lam,
     return out
 
 
-def of_run(result, problem, kernel: dict | None = None) -> list[dict]:
-    """:func:`certificates` of every seed of a finite-arm run.
+def of_run(result: RunResult, problem: Problem, kernel: dict | None = None) -> list[dict]:
+    """[`certificates`][] of every seed of a finite-arm run.
 
     Args:
         result: the ``RunResult`` of ``sketchbo.run`` on ``problem``.
@@ -361,6 +373,16 @@ def of_run(result, problem, kernel: dict | None = None) -> list[dict]:
 
     Returns:
         One dict per seed (JSON-serialisable), in the order of ``result.seeds``.
+
+    Examples:
+        ```python
+        import sketchbo as sb
+        from sketchbo import certificates
+        problem = sb.make_problem("gp_sample", A=200, d=2, seed=0)
+        res = sb.run("bbkb", problem, T=60, n_seeds=2, progress=False)
+        certs = certificates.of_run(res, problem)    # one dict per seed: d_eff, dict_bound, max_dict_size, note, ...
+        res = res._replace(certificates=certs)       # what the command line does
+        ```
     """
     spec = dict(kernel if kernel is not None else problem.kernel)
     name = spec.pop("name")

@@ -5,8 +5,8 @@
 * ``matern52``: Matérn-5/2 with ARD lengthscales and an output scale (GSSBO, Wei et al. 2025).
 * ``linear``: k(x, x') = variance * x^T x' (the examples of the authors' public BBKB code).
 
-Every kernel is a :class:`Kernel` of two pure functions, ``k(params, X, Y) -> (n, m)`` and
-``diag(params, X) -> (n,)``; ``params`` is a dict of arrays so that it can be traced and vmapped.
+Every kernel is a [`Kernel`][] of two pure functions, ``k(params, X, Y) -> (n, m)`` and ``diag(params, X) -> (n,)``;
+``params`` is a dict of arrays so that it can be traced and vmapped.
 """
 from __future__ import annotations
 
@@ -20,10 +20,19 @@ from sketchbo.linalg import mm
 
 
 class Kernel(NamedTuple):
+    """A covariance function: its name, its kernel matrix, its diagonal and its default hyperparameters.
+
+    Attributes:
+        name: the kernel family: "rbf", "matern52", ...
+        k: `(params, X (n, d), Y (m, d))` -> (n, m)
+        diag: `(params, X (n, d))` -> (n,)
+        default_params: (d: int) -> dict of float arrays
+    """
+
     name: str
-    k: Callable  # (params, X (n, d), Y (m, d)) -> (n, m)
-    diag: Callable  # (params, X (n, d)) -> (n,)
-    default_params: Callable  # (d: int) -> dict of float arrays
+    k: Callable
+    diag: Callable
+    default_params: Callable
 
 
 def sq_dist(X, Y):
@@ -34,11 +43,11 @@ def sq_dist(X, Y):
 
 
 def gram(kernel: Kernel, params, X):
-    """K(X, X) (n, n) with its diagonal from ``kernel.diag``: exact for stationary kernels (k(x, x) = the
-    output variance on every row), where the expanded squared distance of :func:`sq_dist` leaves a rounding
-    residue (up to 2e-13 relative, measured in float64), different per row and per compiled program. A greedy
-    pivot choice on K without forced rows starts at an exact tie of the diagonal; with the residue, rounding (a
-    vmapped program's reductions, another fusion) would decide it, so the selections build K with this."""
+    """K(X, X) (n, n) with its diagonal from ``kernel.diag``: exact for stationary kernels (k(x, x) = the output
+    variance on every row), where the expanded squared distance of [`sq_dist`][] leaves a rounding residue (up to 2e-13
+    relative, measured in float64), different per row and per compiled program. A greedy pivot choice on K without
+    forced rows starts at an exact tie of the diagonal; with the residue, rounding (a vmapped program's reductions,
+    another fusion) would decide it, so the selections build K with this."""
     n = X.shape[0]
     return kernel.k(params, X, X).at[jnp.arange(n), jnp.arange(n)].set(kernel.diag(params, X))
 
@@ -78,6 +87,7 @@ KERNELS = {
     ),
     "linear": Kernel("linear", _linear_k, _linear_diag, lambda d: {"variance": 1.0}),
 }
+"""The kernel families by name: ``rbf``, ``matern52`` and ``linear``."""
 
 
 def get_kernel(name: str) -> Kernel:

@@ -1,10 +1,10 @@
 """Small, stable linear-algebra primitives on fixed-capacity (masked) matrices.
 
-Used by the Nyström engine of BKB (Calandriello et al., COLT 2019) and BBKB (Calandriello et al.,
-ICML 2020): the pseudo-inverse square root K_S^{+1/2} of a dictionary kernel matrix and Sherman–Morrison
-rank-one updates of V^{-1} for in-batch variance updates; and an SPD inverse built from matrix products
-(GSSBO's gradient vectors need the whole inverse of an N x N kernel matrix every round); and a cyclic
-Jacobi eigensolver for the small symmetric matrices of the dictionary on accelerators (:func:`jacobi_eigh`).
+Used by the Nyström engine of BKB (Calandriello et al., COLT 2019) and BBKB (Calandriello et al., ICML 2020): the
+pseudo-inverse square root K_S^{+1/2} of a dictionary kernel matrix and Sherman–Morrison rank-one updates of V^{-1} for
+in-batch variance updates; and an SPD inverse built from matrix products (GSSBO's gradient vectors need the whole
+inverse of an N x N kernel matrix every round); and a cyclic Jacobi eigensolver for the small symmetric matrices of the
+dictionary on accelerators ([`jacobi_eigh`][]).
 """
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def masked_gram(K, mask):
 
 
 def round_robin(n: int):
-    """The index pairs of a sweep in the parallel ordering of :func:`jacobi_eigh`, for an even n: a list of n - 1
-    steps, each a list of n/2 disjoint pairs, together every pair (i, j) once. Documents and tests the order."""
+    """The index pairs of a sweep in the parallel ordering of [`jacobi_eigh`][], for an even n: a list of n - 1 steps,
+    each a list of n/2 disjoint pairs, together every pair (i, j) once. Documents and tests the order."""
     h = n // 2
     pos = np.arange(n)  # pos[slot] = matrix index held by the slot; slots k and h + k are a pair
     steps = []
@@ -53,7 +53,7 @@ def _move(h: int):
 
 
 def _permute(X, h: int, axis: int):
-    """X with its slots along ``axis`` in the order of :func:`_move` (static slices, no gather)."""
+    """X with its slots along ``axis`` in the order of ``_move`` (static slices, no gather)."""
     if h == 1:
         return X
     take = lambda a, b: jax.lax.slice_in_dim(X, a, b, axis=axis)  # noqa: E731
@@ -101,8 +101,8 @@ def default_sweeps(dtype) -> int:
 
 
 def jacobi_sweeps(A, V, sweeps: int, unroll: bool = True):
-    """``sweeps`` sweeps of :func:`jacobi_eigh` on (A, V) of even size n, V the rotations so far: returns
-    (V^T A V with the new rotations, V J). Each sweep is n - 1 steps; the slots end in their first order."""
+    """``sweeps`` sweeps of [`jacobi_eigh`][] on (A, V) of even size n, V the rotations so far: returns (V^T A V with
+    the new rotations, V J). Each sweep is n - 1 steps; the slots end in their first order."""
     n = A.shape[0]
 
     def sweep(_, carry):
@@ -116,15 +116,15 @@ def jacobi_eigh(A, sweeps: int | None = None, unroll: bool = True):
     """Eigenvalues (ascending) and eigenvectors of a small symmetric (m, m) matrix by cyclic Jacobi with the
     parallel (round-robin) ordering: ``(w, V)`` with ``A = V diag(w) V^T``, like ``jnp.linalg.eigh``.
 
-    Golub & Van Loan, *Matrix Computations* (4th ed.), §8.5 (Jacobi methods: the 2 x 2 symmetric Schur
-    decomposition, cyclic Jacobi, the parallel ordering) and Brent & Luk, SIAM J. Sci. Stat. Comput. 6 (1985)
-    69–84. Written here from the algorithm, not from a library. A sweep is m - 1 steps (m rounded up to even);
-    each step rotates m/2 disjoint index pairs at once, held in the slots (k, m/2 + k), as elementwise products
-    on whole rows and columns, then moves the indices to their next slots by a fixed permutation written as
-    slices (:func:`_move`, the round-robin "circle"): O(m^2) work, no gathers. The number of ``sweeps`` is
-    fixed (static; None: :func:`default_sweeps`): no data-dependent loop, so the same program runs under
-    ``vmap`` for every seed. ``unroll``: unroll the steps of a sweep (one loop iteration per sweep instead of
-    per step; every iteration of an XLA:GPU loop is a host round trip, docs/architecture.md#rounds).
+    Golub & Van Loan, *Matrix Computations* (4th ed.), §8.5 (Jacobi methods: the 2 x 2 symmetric Schur decomposition,
+    cyclic Jacobi, the parallel ordering) and Brent & Luk, SIAM J. Sci. Stat. Comput. 6 (1985) 69–84. Written here from
+    the algorithm, not from a library. A sweep is m - 1 steps (m rounded up to even); each step rotates m/2 disjoint
+    index pairs at once, held in the slots (k, m/2 + k), as elementwise products on whole rows and columns, then moves
+    the indices to their next slots by a fixed permutation written as slices (``_move``, the round-robin "circle"):
+    O(m^2) work, no gathers. The number of ``sweeps`` is fixed (static; None: [`default_sweeps`][]): no data-dependent
+    loop, so the same program runs under ``vmap`` for every seed. ``unroll``: unroll the steps of a sweep (one loop
+    iteration per sweep instead of per step; every iteration of an XLA:GPU loop is a host round trip,
+    docs/architecture.md#rounds).
 
     For the accelerators, where cuSOLVER's ``eigh`` of a small matrix is a long chain of tiny kernels; on CPU
     LAPACK's ``eigh`` is faster (scripts/bench_eig.py).
@@ -158,18 +158,18 @@ def resolve_eig_method(method: str) -> str:
 
 
 def sym_eig(A, method: str = "auto"):
-    """``(w, V)`` of a symmetric matrix by ``jnp.linalg.eigh`` or :func:`jacobi_eigh` (``method`` static)."""
+    """``(w, V)`` of a symmetric matrix by ``jnp.linalg.eigh`` or [`jacobi_eigh`][] (``method`` static)."""
     if resolve_eig_method(method) == "jacobi":
         return jacobi_eigh(A)
     return jnp.linalg.eigh(A)
 
 
 def eig_on_width(M, index, widths, method: str = "auto"):
-    """:func:`sym_eig` of a symmetric (m, m) matrix that is block diagonal beyond its first ``widths[index]``
-    rows and columns, with a diagonal lower block: ``(w, V)`` from the leading w x w block alone, the lower
-    block's diagonal appended to the eigenvalues and the identity to the eigenvectors (an exact
-    eigendecomposition of such a matrix, its eigenvalues not sorted). ``index`` may be traced: one
-    ``lax.switch`` branch per width (``widths`` static, the last m)."""
+    """[`sym_eig`][] of a symmetric (m, m) matrix that is block diagonal beyond its first ``widths[index]`` rows and
+    columns, with a diagonal lower block: ``(w, V)`` from the leading w x w block alone, the lower block's diagonal
+    appended to the eigenvalues and the identity to the eigenvectors (an exact eigendecomposition of such a matrix, its
+    eigenvalues not sorted). ``index`` may be traced: one ``lax.switch`` branch per width (``widths`` static, the last
+    m)."""
     m = M.shape[0]
 
     def at(w):
@@ -188,13 +188,12 @@ def eig_on_width(M, index, widths, method: str = "auto"):
 def psd_inv_sqrt(K, mask, eig_method: str = "auto", eig=None):
     """Pseudo-inverse square root of a PSD matrix restricted to ``mask``.
 
-    Returns ``(W, rank)`` with ``W`` (m, m) such that ``W.T @ W = K^+`` and ``z(x) = W k_S(x)`` is the
-    Nyström embedding z(x) = K_S^{+1/2} k_S(x) (BBKB §2, up to an orthogonal rotation, which leaves every
-    posterior quantity unchanged). Eigenvalues below ``max_eig * m * eps`` are dropped
-    (docs/architecture.md#numerics; the
-    same threshold as the authors' code) — no jitter is added. ``eig_method`` (static): the eigensolver
-    (:func:`sym_eig`); the threshold is the same for each. ``eig``: a function of the masked matrix giving
-    its ``(w, V)`` in place of ``sym_eig`` (e.g. :func:`eig_on_width`).
+    Returns ``(W, rank)`` with ``W`` (m, m) such that ``W.T @ W = K^+`` and ``z(x) = W k_S(x)`` is the Nyström embedding
+    z(x) = K_S^{+1/2} k_S(x) (BBKB §2, up to an orthogonal rotation, which leaves every posterior quantity unchanged).
+    Eigenvalues below ``max_eig * m * eps`` are dropped (docs/architecture.md#numerics; the same threshold as the
+    authors' code) — no jitter is added. ``eig_method`` (static): the eigensolver ([`sym_eig`][]); the threshold is the
+    same for each. ``eig``: a function of the masked matrix giving its ``(w, V)`` in place of ``sym_eig`` (e.g.
+    [`eig_on_width`][]).
     """
     Km = masked_gram(K, mask)
     evals, U = sym_eig(Km, eig_method) if eig is None else eig(Km)
@@ -243,7 +242,7 @@ def upper_triangular_inverse(U, block: int = 128):
 
 def upper_triangular_gram(X, block: int = 128):
     """X X^T of an upper-triangular (n, n) X by recursive 2 x 2 blocking:
-    [[A, B], [0, C]] [[A, B], [0, C]]^T = [[A A^T + B B^T, B C^T], [C B^T, C C^T]].
+    ``[[A, B], [0, C]] [[A, B], [0, C]]^T = [[A A^T + B B^T, B C^T], [C B^T, C C^T]]``.
 
     The zero block is never multiplied, so the products take about a third of a full GEMM's flops (n = 1000,
     one core of this 2-core CPU: 37-41 ms against 84-92 ms for ``X @ X.T``), and the result is exactly

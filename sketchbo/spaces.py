@@ -3,15 +3,20 @@
 Two kinds, one per domain of the engine:
 
 * a **finite candidate set**: an (A, d) array of points (``as_candidates``); queries are row indices;
-* a **box** :class:`Box` ``[lower, upper]`` in R^d; the box algorithms work in the unit cube [0, 1]^d and
-  a point u maps to ``lower + u (upper - lower)`` (:meth:`Box.from_unit`).
+* a **box** [`Box`][] ``[lower, upper]`` in R^d; the box algorithms work in the unit cube [0, 1]^d and a point u maps to
+  ``lower + u (upper - lower)`` ([`Box.from_unit`][]).
 
 A benchmark (``sketchbo.problems``) is a space with an objective and, where known, its optimum; a user's
 problem is a space and a callable (``sketchbo.Optimizer``), and no optimum is ever required.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 def _vector(name: str, value) -> np.ndarray:
@@ -37,11 +42,22 @@ class Box:
     Raises:
         ValueError: naming ``lower`` or ``upper`` when they are not finite numbers of one length with
             ``lower < upper`` in every coordinate.
+
+    Examples:
+        ```python
+        import sketchbo as sb
+
+        box = sb.Box(lower=[0.0, -1.0], upper=[1.0, 1.0])
+        box.d                          # 2
+        box.from_unit([0.5, 0.5])      # array([0.5, 0. ])
+        box.to_unit([1.0, 1.0])        # array([1., 1.])
+        opt = sb.Optimizer(box, "gssbo", horizon=30)   # a box is an optimiser's search space
+        ```
     """
 
     __slots__ = ("lower", "upper")
 
-    def __init__(self, lower, upper):
+    def __init__(self, lower: ArrayLike, upper: ArrayLike):
         lo, hi = _vector("lower", lower), _vector("upper", upper)
         if lo.size == 1 and hi.size > 1:
             lo = np.full_like(hi, lo[0])
@@ -63,7 +79,7 @@ class Box:
         """The dimension."""
         return int(self.lower.size)
 
-    def from_unit(self, u) -> np.ndarray:
+    def from_unit(self, u: ArrayLike) -> np.ndarray:
         """Points of the unit cube mapped into the box.
 
         Args:
@@ -74,8 +90,8 @@ class Box:
         """
         return self.lower + np.asarray(u, np.float64) * (self.upper - self.lower)
 
-    def to_unit(self, x) -> np.ndarray:
-        """Points of the box mapped into the unit cube (the inverse of :meth:`from_unit`).
+    def to_unit(self, x: ArrayLike) -> np.ndarray:
+        """Points of the box mapped into the unit cube (the inverse of [`from_unit`][]).
 
         Args:
             x: (..., d) points of the box.
@@ -96,7 +112,7 @@ class Box:
         return f"Box(lower={self.lower.tolist()}, upper={self.upper.tolist()})"
 
 
-def as_candidates(candidates, name: str = "candidates") -> np.ndarray:
+def as_candidates(candidates: ArrayLike, name: str = "candidates") -> np.ndarray:
     """A finite candidate set as an (A, d) float64 array.
 
     Args:
@@ -108,6 +124,14 @@ def as_candidates(candidates, name: str = "candidates") -> np.ndarray:
 
     Raises:
         ValueError: naming ``name`` when it is not a finite numeric (A, d) array with A, d >= 1.
+
+    Examples:
+        ```python
+        from sketchbo.spaces import as_candidates
+
+        as_candidates([[0, 1], [2, 3]]).dtype       # float64, shape (2, 2)
+        as_candidates([[0.0], [0.5], [1.0]]).shape  # (3, 1): one-dimensional points are a column
+        ```
     """
     try:
         arr = np.array(candidates, dtype=np.float64)

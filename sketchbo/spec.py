@@ -1,4 +1,4 @@
-"""An algorithm described to the engine: :class:`AlgorithmSpec` (docs/tutorials/new-algorithm.md).
+"""An algorithm described to the engine: [`AlgorithmSpec`][] (docs/tutorials/new-algorithm.md).
 
 A spec is a value, like optax's ``GradientTransformation``: ``sb.run(spec, ...)``, ``sb.run_grid``,
 ``sb.Optimizer`` and ``sketchbo.testing.check_algorithm`` take it as it is, and ``sb.register(spec)`` gives it
@@ -19,27 +19,43 @@ import numpy as np
 
 from sketchbo.checks import check_float, invalid_value, with_defaults
 
-DOMAIN_NAMES = ("arms", "box")  # a finite candidate set | the box [0, 1]^d
+DOMAIN_NAMES = ("arms", "box")
+"""The domains of a spec: ``arms`` (a finite candidate set) and ``box`` (the box $[0, 1]^d$)."""
 
 
 class Setting(NamedTuple):
-    """What a static config may depend on besides the hyperparameters: the run's shape."""
+    """What a static config may depend on besides the hyperparameters: the run's shape.
 
-    T: int  # horizon: evaluations per seed
-    d: int  # dimension of a query point
-    n_arms: int | None  # finite arm sets: A; boxes: None
-    kernel: str | None  # finite arm sets: the kernel family of the problem (or the override); boxes: None
+    Attributes:
+        T: the horizon: evaluations per seed.
+        d: the dimension of a query point.
+        n_arms: on a finite arm set the number of arms A; on a box None.
+        kernel: on a finite arm set the kernel family of the problem (or of the run's override); on a box None.
+    """
+
+    T: int
+    d: int
+    n_arms: int | None
+    kernel: str | None
 
 
 class StaticConfig(NamedTuple):
-    """The static config a user's factory receives (hashable): the run's shape and the hyperparameters that are
-    not params (strings, ints, flags: :meth:`option`). A factory may use any of them as Python values."""
+    """The static config a user's factory receives (hashable): the run's shape and the hyperparameters that are not
+    params (strings, ints, flags: [`option`][]). A factory may use any of them as Python values.
 
-    T: int  # horizon
-    d: int  # dimension
-    n_arms: int | None  # A on a finite arm set, None on a box
-    kernel: str | None  # kernel family on a finite arm set
-    options: tuple  # ((name, value), ...) sorted: the non-params hyperparameters, lists as tuples
+    Attributes:
+        T: the horizon: evaluations per seed.
+        d: the dimension of a query point.
+        n_arms: on a finite arm set the number of arms A; on a box None.
+        kernel: on a finite arm set the kernel family; on a box None.
+        options: ``((name, value), ...)`` sorted by name: the hyperparameters that are not params, lists as tuples.
+    """
+
+    T: int
+    d: int
+    n_arms: int | None
+    kernel: str | None
+    options: tuple
 
     def option(self, name: str, default=None):
         """The value of the non-params hyperparameter ``name`` (``default`` where it has none)."""
@@ -47,18 +63,29 @@ class StaticConfig(NamedTuple):
 
 
 class Hooks(NamedTuple):
-    """How a spec's hyperparameters become a program where the defaults do not fit (the registry's algorithms,
-    whose static configs, params and capacities are shared by families of them). Each is optional."""
+    """How a spec's hyperparameters become a program where the defaults do not fit (the registry's algorithms, whose
+    static configs, params and capacities are shared by families of them). Each is optional.
 
-    # (hyper, T, problem) -> hyper: checked and completed (defaults already merged with the user's values)
+    Attributes:
+        resolve: ``(hyper, T, problem) -> hyper``: the hyperparameters checked and completed (the defaults already
+            merged with the user's values).
+        static: ``(hyper, Setting, capacities) -> static``: the hashable static config of the factory.
+        params: ``(hyper, dtype, context) -> params``: the params pytree of `()` arrays; ``context`` holds ``xi`` and
+            ``kernel``.
+        capacities: ``(hyper, Setting) -> {name: int}``: the first capacities.
+        grow: ``(wanted, capacities, Setting) -> (larger | None, messages)``: the growth of the capacities when a round
+            reports an overflow.
+        buffer_rows: boxes: ``state -> ()`` int32, the rows of the sample buffer in use (for growth).
+        ask_wanted: finite ask/tell: ``(queries so far) -> (2,)``, the capacity needs to check before a tell.
+    """
+
     resolve: Callable | None = None
-    static: Callable | None = None  # (hyper, Setting, capacities) -> hashable static config
-    params: Callable | None = None  # (hyper, dtype, context) -> params pytree of () arrays; context: xi, kernel
-    capacities: Callable | None = None  # (hyper, Setting) -> {name: int}: the first capacities
-    # (wanted, capacities, Setting) -> (larger | None, messages): growth when a round reports an overflow
+    static: Callable | None = None
+    params: Callable | None = None
+    capacities: Callable | None = None
     grow: Callable | None = None
-    buffer_rows: Callable | None = None  # boxes: state -> () int32 rows of the sample buffer in use (growth)
-    ask_wanted: Callable | None = None  # finite ask/tell: (queries so far) -> (2,) needs to check before a tell
+    buffer_rows: Callable | None = None
+    ask_wanted: Callable | None = None
 
 
 def _freeze(value):
@@ -81,7 +108,7 @@ class AlgorithmSpec:
         name: the algorithm's name (results, progress, checkpoints; the registry's key once registered).
         domain: ``"arms"`` (a finite candidate set: queries are arm indices) or ``"box"`` (queries are points
             of [0, 1]^d, mapped to the problem's box).
-        factory: ``static -> Algorithm`` (``sketchbo.contract``); ``static`` is a :class:`StaticConfig` unless
+        factory: ``static -> Algorithm`` (``sketchbo.contract``); ``static`` is a [`StaticConfig`][] unless
             ``hooks.static`` makes another.
         defaults: every hyperparameter the algorithm takes, with its default (the one source).
         params: a NamedTuple class whose fields are float hyperparameters: each run gets
@@ -94,7 +121,43 @@ class AlgorithmSpec:
         batched_lapack: an element's program holds batched LAPACK calls: it runs on one CPU device
             (``engine.lapack_overlap``).
         merged_rows: boxes: a batch's evaluations go into one row of the data (mini-META), for the row trace.
-        hooks: the registry's own hooks (:class:`Hooks`); a user's spec leaves them.
+        hooks: the registry's own hooks ([`Hooks`][]); a user's spec leaves them.
+
+    Examples:
+        Uniformly random arms, the smallest algorithm there is (no hyperparameters, batches of one):
+
+        ```python
+        from typing import NamedTuple
+
+        import jax
+        import jax.numpy as jnp
+        import sketchbo as sb
+
+        class State(NamedTuple):
+            t: jax.Array            # () int32: evaluations selected so far
+            batch_open: jax.Array   # () bool: batches of one
+
+        def make_uniform(static: sb.StaticConfig) -> sb.Algorithm:
+            def init(key, space, params):
+                return State(jnp.zeros((), jnp.int32), jnp.asarray(True))
+
+            def select(key, state, params):
+                arm = jax.random.randint(key, (), 0, static.n_arms, dtype=jnp.int32)
+                return arm, state._replace(t=state.t + 1, batch_open=jnp.asarray(False)), None
+
+            def update(state, feedback, params):
+                return state                  # uniform sampling learns nothing
+
+            def refit(key, state, params):
+                return state._replace(batch_open=jnp.asarray(True)), None
+
+            return sb.Algorithm(init, select, update, refit)
+
+        uniform = sb.AlgorithmSpec(name="uniform", domain="arms", factory=make_uniform, defaults={})
+        res = sb.run(uniform, sb.make_problem("gp_sample", A=200, seed=0), T=30, progress=False)
+        ```
+
+        One with float hyperparameters (a grid axis) is walked through in docs/tutorials/new-algorithm.md.
     """
 
     name: str
@@ -133,7 +196,7 @@ class AlgorithmSpec:
         return hyper
 
     def static(self, hyper: dict, setting: Setting, capacities: dict):
-        """The hashable static config of the factory (:class:`StaticConfig` by default)."""
+        """The hashable static config of the factory ([`StaticConfig`][] by default)."""
         if self.hooks.static is not None:
             return self.hooks.static(hyper, setting, capacities)
         floats = set(getattr(self.params, "_fields", ()))

@@ -12,13 +12,14 @@ It runs, on a small problem of the spec's domain, the checks the registry's algo
 | ``resume`` | a run interrupted after its first checkpoint resumes to the uninterrupted run's traces, bit for bit |
 | ``ask_tell`` | ``sb.Optimizer`` told the run's rewards asks the run's queries, bit for bit |
 
-A failed check raises :class:`ConformanceError` naming the algorithm, the check and what differed.
+A failed check raises [`ConformanceError`][] naming the algorithm, the check and what differed.
 """
 from __future__ import annotations
 
 import contextlib
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 from unittest import mock
 
 import jax
@@ -35,7 +36,13 @@ from sketchbo.problems.continuous import ContinuousProblem
 from sketchbo.spaces import Box
 from sketchbo.spec import AlgorithmSpec, Setting
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sketchbo.problems.base import Problem
+
 CHECKS = ("contract", "compiles_once", "seeds_agree", "resume", "ask_tell")
+"""The checks of [`check_algorithm`][], in the order they run."""
 
 
 class ConformanceError(AssertionError):
@@ -251,17 +258,18 @@ _CHECKS = {"contract": check_contract, "compiles_once": check_compiles_once, "se
            "resume": check_resume, "ask_tell": check_ask_tell}
 
 
-def check_algorithm(spec, problem=None, *, T: int = 24, params: dict | None = None, seed: int = 0,
-                    checks=CHECKS, vmap_atol: float | None = 0.0) -> list[str]:
-    """Run the conformance checks on an algorithm; raise :class:`ConformanceError` at the first that fails.
+def check_algorithm(spec: AlgorithmSpec | str, problem: Problem | ContinuousProblem | None = None, *, T: int = 24,
+                    params: dict | None = None, seed: int = 0, checks: Sequence[str] = CHECKS,
+                    vmap_atol: float | None = 0.0) -> list[str]:
+    """Run the conformance checks on an algorithm; raise [`ConformanceError`][] at the first that fails.
 
     Args:
-        spec: an :class:`~sketchbo.spec.AlgorithmSpec` (or a registered name).
-        problem: a benchmark of the spec's domain (default :func:`default_problem`).
+        spec: an [`AlgorithmSpec`][] (or a registered name).
+        problem: a benchmark of the spec's domain (default [`default_problem`][]).
         T: evaluations per seed of each run (small: every check compiles a few programs).
         params: hyperparameters for every run (the spec's defaults otherwise).
         seed: the first of the two seeds.
-        checks: which checks to run, in order (:data:`CHECKS`).
+        checks: which checks to run, in order ([`CHECKS`][]).
         vmap_atol: how far seeds vmapped may be from seeds mapped (``seeds_agree``): 0.0, bit for bit (every
             finite-arm algorithm of the registry); None, not compared. XLA:CPU orders a batched reduction
             otherwise than an unbatched one (1 ulp), and an algorithm whose steps decide on a comparison (a
@@ -270,6 +278,23 @@ def check_algorithm(spec, problem=None, *, T: int = 24, params: dict | None = No
 
     Returns:
         The names of the checks that passed.
+
+    Raises:
+        ConformanceError: at the first check that fails, naming the algorithm, the check and what differed.
+        ValueError: for an unknown check or a problem of the other domain.
+
+    Examples:
+        Any spec, yours or the registry's (a registered name works too):
+
+        ```python
+        import sketchbo as sb
+
+        sb.testing.check_algorithm("eps_greedy")
+        # ['contract', 'compiles_once', 'seeds_agree', 'resume', 'ask_tell']
+        sb.testing.check_algorithm("eps_greedy", checks=("contract",), T=12)   # one quick check
+        ```
+
+        In a test suite, one line per algorithm of yours: ``assert sb.testing.check_algorithm(MY_SPEC)``.
     """
     spec = get_spec(spec)
     unknown = [c for c in checks if c not in _CHECKS]

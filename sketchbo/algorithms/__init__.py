@@ -10,22 +10,22 @@
 | ``eps_greedy`` | baseline of BBKB Fig. 1               | none         | ``sequential_rule``                  |
 | ``sbpe``     | Vakili et al., ICML 2022, App. B, Alg. 1 | Nyström (SVGP) | own schedule N_i = ceil(sqrt(T N_{i-1})) |
 
-Continuous domains ([0, 1]^d, GSSBO, Wei et al. 2025) are the ``box`` domain of the same registry
-(:data:`REGISTRY`; :data:`ALGORITHMS` and :data:`BO_ALGORITHMS` are its two domains), run by
-the engine's box domain (``sketchbo.domains.box``; ``subset_bo.py``): ``std_gp_ucb``, ``gssbo``, ``rssbo``, ``kmeans_pp``,
-``lr_first_m``, ``sparse_gp``, ``ipa``, ``mini_gp_ucb``; the random embeddings ``rembo``, ``hesbo``
-(``embeddings.py``), ``vecchia_bo`` (``vecchia_bo.py``) and the neural surrogates of GSSBO's App. B.5:
+Continuous domains ([0, 1]^d, GSSBO, Wei et al. 2025) are the ``box`` domain of the same registry ([`REGISTRY`][];
+[`ALGORITHMS`][] and [`BO_ALGORITHMS`][] are its two domains), run by the engine's box domain (``sketchbo.domains.box``;
+``subset_bo.py``): ``std_gp_ucb``, ``gssbo``, ``rssbo``, ``kmeans_pp``, ``lr_first_m``, ``sparse_gp``, ``ipa``,
+``mini_gp_ucb``; the random embeddings ``rembo``, ``hesbo`` (``embeddings.py``), ``vecchia_bo`` (``vecchia_bo.py``) and
+the neural surrogates of GSSBO's App. B.5:
 
 | name        | paper                                           | surrogate (module)                                   |
 |-------------|-------------------------------------------------|------------------------------------------------------|
 | ``dkl_ucb`` | Wilson et al., AISTATS 2016 (Fig. 10)           | exact GP, Matérn-5/2 on MLP features (``dkl_bo.py``) |
 | ``bnn_ucb`` | Lakshminarayanan et al., NeurIPS 2017 (Fig. 11) | deep ensemble, mean + kappa std (``bnn_bo.py``)      |
 
-Every algorithm of both domains follows one contract (``sketchbo.contract.Algorithm``): ``init(key, space,
-params)``, ``select(key, state, params) -> (query, state, info)``, ``update(state, Feedback, params) -> state``,
-``refit(key, state, params) -> (state, info)``; each entry of :data:`REGISTRY` is a
-:class:`sketchbo.spec.AlgorithmSpec`, the same type a user passes or adds with :func:`register`. The finite
-algorithms' hyperparameters are ``finite_hyper``'s, the box algorithms' ``box_hyper``'s.
+Every algorithm of both domains follows one contract (``sketchbo.contract.Algorithm``): ``init(key, space, params)``,
+``select(key, state, params) -> (query, state, info)``, ``update(state, Feedback, params) -> state``,
+``refit(key, state, params) -> (state, info)``; each entry of [`REGISTRY`][] is a [`sketchbo.spec.AlgorithmSpec`][], the
+same type a user passes or adds with [`register`][]. The finite algorithms' hyperparameters are ``finite_hyper``'s, the
+box algorithms' ``box_hyper``'s.
 """
 from __future__ import annotations
 
@@ -115,6 +115,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
                           "sbpe", True, {"lam": None, "F": None, "delta": None, "rls_qbar": 1.0, "m_max": 192,
                                          "u_max": 256, "beta": "code", "resample": "code"}, "schedule"),
 }
+"""The finite-arm algorithms the package ships, by name."""
 
 # Continuous domains (docs/protocols.md#box-protocol): n0 = 20 uniform initial points, beta_t = beta_c d log(2t), the
 # GP refitted per round, warm-started (gp_core below; dkl_ucb sets its own gp_fit, beta_c and fit_steps); the
@@ -187,17 +188,42 @@ BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
                              {**{k: v for k, v in _BO.items() if k not in ("beta_c", "beta_rule")}, "fit_steps": 100,
                               "lr_fit": 0.01, "hidden": [50], "ensemble": 5, "kappa": 2.0}, "sequential", "box"),
 }
+"""The box algorithms the package ships, by name."""
 
 # One registry for both domains; ALGORITHMS / BO_ALGORITHMS are its two domains as the package ships them
 REGISTRY: dict[str, AlgorithmSpec] = {**ALGORITHMS, **BO_ALGORITHMS}
+"""Every algorithm of both domains by name (``sb.ALGORITHMS``); [`register`][] adds to it."""
 DEFAULT_RULES = {"gp_ucb": "sequential", "gp_bucb": "product", "bkb": "sequential", "bbkb": "bbkb_global",
                  "bbkb_local": "bbkb_local", "eps_greedy": "sequential", "sbpe": "schedule"}
 
 
 def register(spec: AlgorithmSpec, *, replace: bool = False) -> AlgorithmSpec:
-    """Add ``spec`` to :data:`REGISTRY` under its name, so that the name works wherever an algorithm is named
-    (``sb.run("ucb1", ...)``, the CLI's ``algorithm.name``). A name that is taken needs ``replace=True`` (a
-    registry algorithm's name never: pass your spec itself instead). Returns the spec."""
+    """Add ``spec`` to [`REGISTRY`][] under its name, so that the name works wherever an algorithm is named
+    (``sb.run("ucb1", ...)``, ``sb.Optimizer``, the CLI's ``algorithm.name``).
+
+    Args:
+        spec: the algorithm's [`AlgorithmSpec`][].
+        replace: replace a spec of your own registered under the same name before (a name of the package's algorithms is
+            never replaced: pass your spec itself instead).
+
+    Returns:
+        The spec.
+
+    Raises:
+        ValueError: when ``spec`` is not an ``AlgorithmSpec`` or its name is taken.
+
+    Examples:
+        BBKB with another default ``qbar``, under a name of its own (a spec of your own registers the same way):
+
+        ```python
+        import dataclasses
+        import sketchbo as sb
+
+        bbkb = sb.ALGORITHMS["bbkb"]
+        sb.register(dataclasses.replace(bbkb, name="bbkb_q8", defaults={**bbkb.defaults, "qbar": 8.0}))
+        res = sb.run("bbkb_q8", sb.make_problem("gp_sample", A=200, seed=0), T=30, progress=False)
+        ```
+    """
     if not isinstance(spec, AlgorithmSpec):
         raise ValueError(f"register takes a sketchbo.AlgorithmSpec; got a {type(spec).__name__}")
     taken = REGISTRY.get(spec.name)
@@ -211,9 +237,9 @@ def register(spec: AlgorithmSpec, *, replace: bool = False) -> AlgorithmSpec:
 
 
 def get_spec(algorithm, domain: str | None = None) -> AlgorithmSpec:
-    """The spec of ``algorithm``: an :class:`AlgorithmSpec` as it is, or a name of :data:`REGISTRY`. The one
-    place where an algorithm is looked up: ValueError listing the names when it is unknown, or naming the
-    domain when it is not ``domain``'s ("arms" | "box")."""
+    """The spec of ``algorithm``: an [`AlgorithmSpec`][] as it is, or a name of [`REGISTRY`][]. The one place where an
+    algorithm is looked up: ValueError listing the names when it is unknown, or naming the domain when it is not
+    ``domain``'s ("arms" | "box")."""
     if isinstance(algorithm, AlgorithmSpec):
         spec = algorithm
     elif isinstance(algorithm, str) and algorithm in REGISTRY:

@@ -15,8 +15,15 @@ import jax.numpy as jnp
 
 
 class BatchRule(NamedTuple):
-    init: Callable  # (A, dtype) -> acc
-    step: Callable  # (acc, var_fb_q, cov_q, C) -> (acc, close)
+    """A batch-termination rule: an accumulator and the step that says whether the batch closes.
+
+    Attributes:
+        init: `(A, dtype)` -> acc
+        step: `(acc, var_fb_q, cov_q, C)` -> (acc, close)
+    """
+
+    init: Callable
+    step: Callable
 
 
 def _scalar(A, dtype):

@@ -37,21 +37,39 @@ ACTIVATION = "relu"
 
 
 class BNNParams(NamedTuple):
-    """BNN-UCB's float hyperparameters (() arrays)."""
+    """BNN-UCB's float hyperparameters (() arrays).
 
-    kappa: jax.Array  # UCB = mu + kappa sigma of the ensemble
-    lr_fit: jax.Array  # Adam step of the fit
-    lr_acq: jax.Array  # Adam step of the acquisition refinement
-    local_scale: jax.Array  # std of the incumbent perturbations
+    Attributes:
+        kappa: UCB = mu + kappa sigma of the ensemble
+        lr_fit: Adam step of the fit
+        lr_acq: Adam step of the acquisition refinement
+        local_scale: std of the incumbent perturbations
+    """
+
+    kappa: jax.Array
+    lr_fit: jax.Array
+    lr_acq: jax.Array
+    local_scale: jax.Array
 
 
 class EnsembleState(NamedTuple):
-    data: Data  # the samples D: x (cap, d), ysum (cap,), count (cap,), n () int32
-    nets: tuple  # the E members, stacked: per layer (W (E, w_in, w_out), b (E, w_out)), widths d -> hidden -> 1
-    beta: jax.Array  # () kappa^2 of the planned query (UCB = mu + sqrt(beta) sigma)
-    next_x: jax.Array  # (d,) planned query
-    t: jax.Array  # () int32 evaluations selected so far
-    batch_open: jax.Array  # () bool
+    """The state of BNN-UCB: the samples, the trained ensemble and the planned query.
+
+    Attributes:
+        data: the samples D: x (cap, d), ysum (cap,), count (cap,), n () int32
+        nets: the E members, stacked: per layer (W (E, w_in, w_out), b (E, w_out)), widths d -> hidden -> 1
+        beta: `()` kappa^2 of the planned query (UCB = mu + sqrt(beta) sigma)
+        next_x: `(d,)` planned query
+        t: `()` int32 evaluations selected so far
+        batch_open: `()` bool
+    """
+
+    data: Data
+    nets: tuple
+    beta: jax.Array
+    next_x: jax.Array
+    t: jax.Array
+    batch_open: jax.Array
 
 
 def init_ensemble(key, E: int, widths: tuple, dtype) -> tuple:

@@ -1,7 +1,7 @@
-"""The hyperparameters of the box registry's algorithms (GSSBO, Wei et al. 2025, and its baselines): their
-checks, their static config :class:`~sketchbo.algorithms.subset_bo.BOStatic`,
-how their params (each algorithm's own NamedTuple) are filled, and the capacity of their sample buffer D: the
-:class:`sketchbo.spec.Hooks` of the box specs in ``sketchbo.algorithms`` (docs/protocols.md#box-protocol).
+"""The hyperparameters of the box registry's algorithms (GSSBO, Wei et al. 2025, and its baselines): their checks, their
+static config [`BOStatic`][], how their params (each algorithm's own NamedTuple) are filled, and the capacity of their
+sample buffer D: the [`sketchbo.spec.Hooks`][] of the box specs in ``sketchbo.algorithms``
+(docs/protocols.md#box-protocol).
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from sketchbo.spec import Hooks, Setting
 # gp_core: the defaults of gp_fit, beta_c and fit_steps (docs/reproductions.md#box-gp-core; the registry's comment)
 GP_CORES = {"map": {"gp_fit": "map", "beta_c": 0.02, "fit_steps": 50},
             "protocol": {"gp_fit": "adam", "beta_c": 0.2, "fit_steps": 20}}
+"""The defaults of ``gp_fit``, ``beta_c`` and ``fit_steps`` per ``gp_core`` (docs/reproductions.md#box-gp-core)."""
 
 _INTS = {"n0": 1, "fit_steps": 0, "n_uniform": 1, "n_local": 0, "n_starts": 1, "acq_steps": 0, "m": 1,
          "features": 1, "ensemble": 1}
@@ -137,23 +138,23 @@ def needs_room(state, n0: int):
 
 
 def static(hyper: dict, setting: Setting, capacities: dict, *, variant: str) -> BOStatic:
-    """:func:`static_config` as a spec's hook."""
+    """[`static_config`][] as a spec's hook."""
     return static_config(variant, hyper, setting.d, setting.T, capacities["cap"])
 
 
 def params(hyper: dict, dtype, context: dict, *, cls):
-    """:func:`point_params` as a spec's hook (the noise level is the domain's)."""
+    """[`point_params`][] as a spec's hook (the noise level is the domain's)."""
     del context
     return point_params(hyper, dtype, cls)
 
 
 def capacities(hyper: dict, setting: Setting) -> dict:
-    """The first capacity of the sample buffer D (:func:`initial_capacity`)."""
+    """The first capacity of the sample buffer D ([`initial_capacity`][])."""
     return {"cap": min(initial_capacity(setting.T, hyper["n0"]), setting.T)}
 
 
 def grow(wanted, caps: dict, setting: Setting):
-    """The next capacity of D (:func:`next_capacity`) where a seed waits at a full buffer."""
+    """The next capacity of D ([`next_capacity`][]) where a seed waits at a full buffer."""
     del wanted
     cap = next_capacity(caps["cap"], setting.T)
     return {"cap": cap}, [f"sample buffer capacity {caps['cap']} -> {cap}"]
@@ -165,7 +166,7 @@ def data_rows(state):
 
 
 def hooks(variant: str, params_cls) -> Hooks:
-    """The :class:`Hooks` of the box registry's algorithm ``variant`` with its params ``params_cls``."""
+    """The [`Hooks`][] of the box registry's algorithm ``variant`` with its params ``params_cls``."""
     return Hooks(resolve=resolve, static=functools.partial(static, variant=variant),
                  params=functools.partial(params, cls=params_cls),
                  capacities=capacities, grow=grow, buffer_rows=data_rows)

@@ -1,9 +1,8 @@
 """Types shared by every algorithm, and the confidence widths beta of BKB / BBKB.
 
-The contract (``sketchbo.contract``, docs/architecture.md#algorithm-contract): a factory closes over a hashable
-static config and returns ``Algorithm(init, select, update, refit)`` of pure functions. The finite registry's
-algorithms share :class:`Static`; each owns its params (float hyperparameters as arrays, so a sweep can be a
-vmap axis without recompiling).
+The contract (``sketchbo.contract``, docs/architecture.md#algorithm-contract): a factory closes over a hashable static
+config and returns ``Algorithm(init, select, update, refit)`` of pure functions. The finite registry's algorithms share
+[`Static`][]; each owns its params (float hyperparameters as arrays, so a sweep can be a vmap axis without recompiling).
 
 Confidence widths (docs/algorithms.md#confidence-width), in the papers' lam-scaled variance units (UCB = mu + beta s~):
 
@@ -18,9 +17,9 @@ Confidence widths (docs/algorithms.md#confidence-width), in the papers' lam-scal
             alpha~ = C [2 xi sqrt(logdet + log(1/delta)) + (1 + sqrt 2) sqrt(lam) F]          (BBKB Thm 2)
   For the exact GP with batches of one, the code form's logdet is log det(I + K/lam) (chain rule), the
   GP-UCB width of docs/protocols.md#baselines. Sequential algorithms use C = 1 in these formulas.
-* mode ``vakili`` (either family, Nyström engine only) — Theorem 3.5 of Vakili et al. (ICML 2022) with the
-  current dictionary, union bound over the arms: beta = (2 sqrt(lam) + sqrt(lam_max)) F + xi sqrt(2 log(A/delta))
-  (:func:`beta_vakili`).
+* mode ``vakili`` (either family, Nyström engine only) — Theorem 3.5 of Vakili et al. (ICML 2022) with the current
+  dictionary, union bound over the arms: beta = (2 sqrt(lam) + sqrt(lam_max)) F + xi sqrt(2 log(A/delta))
+  ([`beta_vakili`][]).
 """
 from __future__ import annotations
 
@@ -51,21 +50,37 @@ def present(value, default):
 
 
 class Static(NamedTuple):
-    """Static (hashable) configuration: shapes, capacities and discrete choices."""
+    """Static (hashable) configuration: shapes, capacities and discrete choices.
 
-    A: int  # number of arms
-    d: int  # arm dimension
-    T: int  # horizon of the run (the runner's trace buffers)
-    m_max: int  # dictionary capacity
-    u_max: int  # capacity of the list of unique pulled arms
-    kernel: str  # kernel family name
-    beta_family: str  # "bkb" | "bbkb"
-    beta_mode: str  # "code" | "paper"
-    resample: str  # "code" (per unique arm, with counts) | "paper" (per pull)
-    batch_rule: str  # name of the batch rule (see batch_rules.py)
-    exact_dictionary: bool = False  # force S = all pulled arms (testing: Nyström == exact)
-    eig_method: str = "auto"  # eigensolver of the dictionary's m x m algebra (linalg.EIG_METHODS)
-    # granularity of the dictionary widths a resparsification runs on (nystrom.slot_widths); 0: always m_max
+    Attributes:
+        A: number of arms
+        d: arm dimension
+        T: horizon of the run (the runner's trace buffers)
+        m_max: dictionary capacity
+        u_max: capacity of the list of unique pulled arms
+        kernel: kernel family name
+        beta_family: "bkb" | "bbkb"
+        beta_mode: "code" | "paper"
+        resample: "code" (per unique arm, with counts) | "paper" (per pull)
+        batch_rule: name of the batch rule (see batch_rules.py)
+        exact_dictionary: force S = all pulled arms (testing: Nyström == exact)
+        eig_method: eigensolver of the dictionary's m x m algebra (linalg.EIG_METHODS)
+        slot_block: granularity of the dictionary widths a resparsification runs on (nystrom.slot_widths); 0: always
+            m_max
+    """
+
+    A: int
+    d: int
+    T: int
+    m_max: int
+    u_max: int
+    kernel: str
+    beta_family: str
+    beta_mode: str
+    resample: str
+    batch_rule: str
+    exact_dictionary: bool = False
+    eig_method: str = "auto"
     slot_block: int = 0
 
 
@@ -133,11 +148,16 @@ def first_argmax(u):
 
 
 class UCBTable(NamedTuple):
-    """UCB values of A arms in blocks of B with each block's maximum: argmax and single-entry updates in
-    O(A/B + B) instead of O(A) (B ~ sqrt(A)). Padding entries hold -inf."""
+    """UCB values of A arms in blocks of B with each block's maximum: argmax and single-entry updates in O(A/B + B)
+    instead of O(A) (B ~ sqrt(A)). Padding entries hold -inf.
 
-    values: jax.Array  # (n_blocks, B) UCB of arm b*B + j
-    block_max: jax.Array  # (n_blocks,) max of each block
+    Attributes:
+        values: `(n_blocks, B)` UCB of arm b*B + j
+        block_max: `(n_blocks,)` max of each block
+    """
+
+    values: jax.Array
+    block_max: jax.Array
 
 
 def ucb_table(u, block: int) -> UCBTable:
@@ -204,12 +224,11 @@ def top_k_indices(x, k: int):
 
 
 def candidate_indices(x, k: int):
-    """Indices of k of the largest entries of x along its last axis, for the lazy argmax's refresh rounds,
-    where which stale arms are refreshed changes the work and never the selection (:func:`_refresh_round`).
-    On the CPU: ``lax.top_k`` of x rounded to float32 (entries within float32 rounding of each other may come
-    in another order), XLA:CPU's top-k routine, 6x faster than float64's extractions (:func:`top_k_indices`;
-    Cadata's in-batch step, 1152 + 144 entries: 10 against 63 us on the 2-core CPU, 2026-11-27). Elsewhere
-    :func:`top_k_indices`."""
+    """Indices of k of the largest entries of x along its last axis, for the lazy argmax's refresh rounds, where which
+    stale arms are refreshed changes the work and never the selection (``_refresh_round``). On the CPU: ``lax.top_k`` of
+    x rounded to float32 (entries within float32 rounding of each other may come in another order), XLA:CPU's top-k
+    routine, 6x faster than float64's extractions ([`top_k_indices`][]; Cadata's in-batch step, 1152 + 144 entries: 10
+    against 63 us on the 2-core CPU, 2026-11-27). Elsewhere [`top_k_indices`][]."""
     if jax.default_backend() == "cpu":
         return jax.lax.top_k(x.astype(jnp.float32), k)[1]
     return top_k_indices(x, k) if x.ndim == 1 else jax.vmap(lambda row: top_k_indices(row, k))(x)
@@ -248,14 +267,14 @@ def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, k: int, per_block
     return UCBTable(values, block_max), fresh.at[idx].set(True), jnp.sum(valid).astype(jnp.int32)
 
 
-SEED_AXIS = "seeds"  # the vmap axis name of the seeds (``engine.program.over_seeds``)
+SEED_AXIS = "seeds"
+"""The name of the vmap axis of the seeds, over which [`any_seed`][] reduces."""
 
 
 def any_seed(flag):
-    """True where ``flag`` holds for any seed of the program: reduced over the vmapped seed axis
-    (:data:`SEED_AXIS`), so that a ``lax.cond`` on it stays a branch under ``vmap`` instead of becoming a
-    select that computes both sides for every seed; ``flag`` itself where no seed axis is bound (one seed,
-    ``seed_axis='map'``, ask/tell)."""
+    """True where ``flag`` holds for any seed of the program: reduced over the vmapped seed axis ([`SEED_AXIS`][]), so
+    that a ``lax.cond`` on it stays a branch under ``vmap`` instead of becoming a select that computes both sides for
+    every seed; ``flag`` itself where no seed axis is bound (one seed, ``seed_axis='map'``, ask/tell)."""
     try:
         return jax.lax.psum(jnp.asarray(flag, jnp.int32), SEED_AXIS) > 0
     except NameError:  # no vmapped seed axis around this call
@@ -263,8 +282,8 @@ def any_seed(flag):
 
 
 def seeds_vmapped() -> bool:
-    """Whether the code being traced runs under the seeds' ``vmap`` (:data:`SEED_AXIS` bound); False for one
-    seed, ``seed_axis='map'`` and ask/tell. Trace-time."""
+    """Whether the code being traced runs under the seeds' ``vmap`` ([`SEED_AXIS`][] bound); False for one seed,
+    ``seed_axis='map'`` and ask/tell. Trace-time."""
     try:
         jax.lax.axis_index(SEED_AXIS)
     except NameError:
@@ -276,16 +295,15 @@ def lazy_argmax_round(tab: UCBTable, fresh, refresh_many, A: int, fallback, k: i
                       more_blocks: int = REFRESH_BLOCKS, per_block: int = REFRESH_PER_BLOCK):
     """One round of the bounded lazy argmax (docs/architecture.md#cost-model; BBKB Alg. 1, L7–8).
 
-    ``tab`` holds upper bounds of UCBs that only decrease in a batch (values computed earlier in the batch);
-    ``fresh`` (n_blocks * B,) marks the exact ones (padding counts as exact); ``refresh_many(idx)`` returns
-    the exact UCBs of the arms ``idx``. The first round of a step refreshes the k largest stale bounds
-    together (k m^2 work in one batched product); a ``fallback`` round (the step's argmax was still stale
-    after the first) refreshes the ``per_block`` largest stale entries of each of the ``more_blocks`` blocks
-    with the largest maxima. After either, the table's argmax (first index among its maxima) is the answer if
-    it is exact: every stale entry bounds its arm's current UCB from above, so that arm is the first
-    maximiser of the exact UCBs — the selection of the one-at-a-time lazy rule, ties included. ``fallback``
-    is one flag for the seeds of a vmapped program (:func:`any_seed`): the branch not taken costs nothing.
-    Returns ``(tab, fresh, n_refreshed)``; the step is decided iff ``fresh[table_argmax(tab)]``.
+    ``tab`` holds upper bounds of UCBs that only decrease in a batch (values computed earlier in the batch); ``fresh``
+    (n_blocks * B,) marks the exact ones (padding counts as exact); ``refresh_many(idx)`` returns the exact UCBs of the
+    arms ``idx``. The first round of a step refreshes the k largest stale bounds together (k m^2 work in one batched
+    product); a ``fallback`` round (the step's argmax was still stale after the first) refreshes the ``per_block``
+    largest stale entries of each of the ``more_blocks`` blocks with the largest maxima. After either, the table's
+    argmax (first index among its maxima) is the answer if it is exact: every stale entry bounds its arm's current UCB
+    from above, so that arm is the first maximiser of the exact UCBs — the selection of the one-at-a-time lazy rule,
+    ties included. ``fallback`` is one flag for the seeds of a vmapped program ([`any_seed`][]): the branch not taken
+    costs nothing. Returns ``(tab, fresh, n_refreshed)``; the step is decided iff ``fresh[table_argmax(tab)]``.
     """
     return jax.lax.cond(fallback, lambda: _refresh_round(tab, fresh, refresh_many, A, more_blocks, per_block),
                         lambda: _refresh_round(tab, fresh, refresh_many, A, k))

@@ -38,28 +38,51 @@ ACTIVATION = "tanh"
 
 
 class DeepKernel(NamedTuple):
-    """The trained parameters of the deep kernel."""
+    """The trained parameters of the deep kernel.
 
-    net: tuple  # the MLP g: per layer (W (w_in, w_out), b (w_out,)), widths d -> hidden -> features
-    hyper: hyper.GPHyper  # base Matérn-5/2 on the features: log_ls (features,), log_scale (), log_noise ()
+    Attributes:
+        net: the MLP g: per layer (W (w_in, w_out), b (w_out,)), widths d -> hidden -> features
+        hyper: base Matérn-5/2 on the features: log_ls (features,), log_scale (), log_noise ()
+    """
+
+    net: tuple
+    hyper: hyper.GPHyper
 
 
 class DKLParams(NamedTuple):
-    """Deep-kernel UCB's float hyperparameters (() arrays)."""
+    """Deep-kernel UCB's float hyperparameters (() arrays).
 
-    beta_c: jax.Array  # beta_t = beta_c d log(2t) (beta_rule protocol)
-    lr_fit: jax.Array  # Adam step of the fit
-    lr_acq: jax.Array  # Adam step of the acquisition refinement
-    local_scale: jax.Array  # std of the incumbent perturbations
+    Attributes:
+        beta_c: beta_t = beta_c d log(2t) (beta_rule protocol)
+        lr_fit: Adam step of the fit
+        lr_acq: Adam step of the acquisition refinement
+        local_scale: std of the incumbent perturbations
+    """
+
+    beta_c: jax.Array
+    lr_fit: jax.Array
+    lr_acq: jax.Array
+    local_scale: jax.Array
 
 
 class DKLState(NamedTuple):
-    data: Data  # the samples D: x (cap, d), ysum (cap,), count (cap,), n () int32
-    kernel: DeepKernel  # fitted MLP weights and GP hyperparameters (warm start of the next fit)
-    beta: jax.Array  # () beta_t of the planned query
-    next_x: jax.Array  # (d,) planned query
-    t: jax.Array  # () int32 evaluations selected so far
-    batch_open: jax.Array  # () bool
+    """The state of deep-kernel UCB: the samples, the fitted deep kernel and the planned query.
+
+    Attributes:
+        data: the samples D: x (cap, d), ysum (cap,), count (cap,), n () int32
+        kernel: fitted MLP weights and GP hyperparameters (warm start of the next fit)
+        beta: `()` beta_t of the planned query
+        next_x: `(d,)` planned query
+        t: `()` int32 evaluations selected so far
+        batch_open: `()` bool
+    """
+
+    data: Data
+    kernel: DeepKernel
+    beta: jax.Array
+    next_x: jax.Array
+    t: jax.Array
+    batch_open: jax.Array
 
 
 def init_kernel(key, d: int, hidden: tuple, features: int, dtype) -> DeepKernel:

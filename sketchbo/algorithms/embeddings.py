@@ -30,22 +30,37 @@ from sketchbo.algorithms.common import Algorithm, BoxSet, Feedback
 from sketchbo.algorithms.subset_bo import SubsetParams, BOState, BOStatic, Data, make_subset_bo
 
 EMBEDDINGS = ("rembo", "hesbo")
+"""The random-embedding baselines by name."""
 
 
 class EmbedState(NamedTuple):
-    """``BOState``'s fields (same order; the low-dimensional GP-UCB's state) and the embedding."""
+    """``BOState``'s fields (same order; the low-dimensional GP-UCB's state) and the embedding.
 
-    data: Data  # the sample buffer in the low unit cube: x (cap, d), ysum (cap,), count (cap,), n ()
-    sub_idx: jax.Array  # (cap,) int32 rows of D the GP uses (all)
-    sub_mask: jax.Array  # (cap,) bool
-    hyper: hyper.GPHyper  # fitted hyperparameters of the low-dimensional GP (d lengthscales)
-    beta: jax.Array  # () beta_t of the planned query
-    next_x: jax.Array  # (d,) planned query in the low unit cube
-    repeats: jax.Array  # () int32 (always 1)
-    t: jax.Array  # () int32 evaluations selected so far
-    batch_open: jax.Array  # () bool
-    low: jax.Array  # (T, d) low unit-cube point of query t
-    embed: jax.Array  # (D, d) embedding matrix: REMBO's Gaussian A or HeSBO's count sketch S
+    Attributes:
+        data: the sample buffer in the low unit cube: x (cap, d), ysum (cap,), count (cap,), n ()
+        sub_idx: `(cap,)` int32 rows of D the GP uses (all)
+        sub_mask: `(cap,)` bool
+        hyper: fitted hyperparameters of the low-dimensional GP (d lengthscales)
+        beta: `()` beta_t of the planned query
+        next_x: `(d,)` planned query in the low unit cube
+        repeats: `()` int32 (always 1)
+        t: `()` int32 evaluations selected so far
+        batch_open: `()` bool
+        low: `(T, d)` low unit-cube point of query t
+        embed: `(D, d)` embedding matrix: REMBO's Gaussian A or HeSBO's count sketch S
+    """
+
+    data: Data
+    sub_idx: jax.Array
+    sub_mask: jax.Array
+    hyper: hyper.GPHyper
+    beta: jax.Array
+    next_x: jax.Array
+    repeats: jax.Array
+    t: jax.Array
+    batch_open: jax.Array
+    low: jax.Array
+    embed: jax.Array
 
 
 assert EmbedState._fields[:len(BOState._fields)] == BOState._fields

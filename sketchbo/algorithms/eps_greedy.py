@@ -14,16 +14,29 @@ from sketchbo.algorithms.common import Algorithm, Feedback, RoundInfo, Static, S
 
 
 class EpsGreedyParams(NamedTuple):
-    """eps-greedy's float hyperparameter (() array)."""
+    """eps-greedy's float hyperparameter (() array).
 
-    eps: jax.Array  # exploration probability
+    Attributes:
+        eps: exploration probability
+    """
+
+    eps: jax.Array
 
 
 class EpsGreedyState(NamedTuple):
-    counts: jax.Array  # (A,) float pulls with feedback
-    ysum: jax.Array  # (A,) summed rewards
-    batch_open: jax.Array  # () bool
-    t: jax.Array  # () int32 pulls selected so far
+    """The state of ε-greedy: the pulls and summed rewards of every arm.
+
+    Attributes:
+        counts: `(A,)` float pulls with feedback
+        ysum: `(A,)` summed rewards
+        batch_open: `()` bool
+        t: `()` int32 pulls selected so far
+    """
+
+    counts: jax.Array
+    ysum: jax.Array
+    batch_open: jax.Array
+    t: jax.Array
 
 
 def make_eps_greedy(static: Static) -> Algorithm:

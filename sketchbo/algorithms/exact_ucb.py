@@ -5,10 +5,9 @@
   every (hallucinated) pull; the batch ends by the product rule prod_s (1 + s^2_fb(x_s)) > C, or — with
   ``batch_rule: sum`` — by BBKB's sum rule, which is BBKB with the dictionary S_t = X_t (BBKB §2).
 
-UCB = mu + beta s~ with the lam-scaled s~^2 = sigma^2_GP / lam, and the widths of ``common.py``. The
-posterior is the incremental :class:`sketchbo.gp.exact.ExactGP` (O(A U) per pull over the U unique pulled
-arms); exact GP-UCB's
-"resparsify" only refreshes the start-of-batch variances and the width.
+UCB = mu + beta s~ with the lam-scaled s~^2 = sigma^2_GP / lam, and the widths of ``common.py``. The posterior is the
+incremental [`sketchbo.gp.exact.ExactGP`][] (O(A U) per pull over the U unique pulled arms); exact GP-UCB's "resparsify"
+only refreshes the start-of-batch variances and the width.
 """
 from __future__ import annotations
 
@@ -25,27 +24,52 @@ from sketchbo.kernels import get_kernel
 
 
 class ExactUCBParams(NamedTuple):
-    """Exact GP-UCB / GP-BUCB's float hyperparameters (() arrays; the kernel's a dict of them)."""
+    """Exact GP-UCB / GP-BUCB's float hyperparameters (() arrays; the kernel's a dict of them).
 
-    lam: jax.Array  # regulariser / noise variance lambda of the GP
-    C: jax.Array  # batch threshold C~ (BBKB) or C (GP-BUCB); 1 for sequential algorithms
-    F: jax.Array  # RKHS-norm bound F of the confidence width
-    delta: jax.Array  # confidence level delta
-    xi: jax.Array  # noise standard deviation xi used in the width
-    kernel: dict  # kernel hyperparameters, e.g. {"sigma2": ()} for rbf
+    Attributes:
+        lam: regulariser / noise variance lambda of the GP
+        C: batch threshold C~ (BBKB) or C (GP-BUCB); 1 for sequential algorithms
+        F: RKHS-norm bound F of the confidence width
+        delta: confidence level delta
+        xi: noise standard deviation xi used in the width
+        kernel: kernel hyperparameters, e.g. {"sigma2": ()} for rbf
+    """
+
+    lam: jax.Array
+    C: jax.Array
+    F: jax.Array
+    delta: jax.Array
+    xi: jax.Array
+    kernel: dict
 
 
 class ExactUCBState(NamedTuple):
-    arms: jax.Array  # (A, d) arm matrix
-    counts: jax.Array  # (A,) float, pulls whose feedback has arrived
-    gp: exact.ExactGP  # incremental exact posterior over at most u_max unique pulled arms
-    var_fb: jax.Array  # (A,) start-of-batch lam-scaled variances s^2_fb
-    beta: jax.Array  # () width of the current batch
-    logdet: jax.Array  # () BBKB-family width accumulator
-    rule_acc: jax.Array  # () batch-rule accumulator
-    batch_open: jax.Array  # () bool
-    t: jax.Array  # () int32 pulls selected so far
-    first_arm: jax.Array  # () int32 uniformly drawn initial arm
+    """The state of exact GP-UCB and GP-BUCB: the exact posterior over the pulled arms and the current batch's width and
+    batch-rule accumulators.
+
+    Attributes:
+        arms: `(A, d)` arm matrix
+        counts: `(A,)` float, pulls whose feedback has arrived
+        gp: incremental exact posterior over at most u_max unique pulled arms
+        var_fb: `(A,)` start-of-batch lam-scaled variances s^2_fb
+        beta: `()` width of the current batch
+        logdet: `()` BBKB-family width accumulator
+        rule_acc: `()` batch-rule accumulator
+        batch_open: `()` bool
+        t: `()` int32 pulls selected so far
+        first_arm: `()` int32 uniformly drawn initial arm
+    """
+
+    arms: jax.Array
+    counts: jax.Array
+    gp: exact.ExactGP
+    var_fb: jax.Array
+    beta: jax.Array
+    logdet: jax.Array
+    rule_acc: jax.Array
+    batch_open: jax.Array
+    t: jax.Array
+    first_arm: jax.Array
 
 
 def make_exact_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorithm:

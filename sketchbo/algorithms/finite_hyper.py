@@ -1,10 +1,9 @@
-"""The hyperparameters of the finite registry's algorithms (BKB, BBKB, GP-UCB, GP-BUCB, eps-greedy, S-BPE):
-their checks, their static config :class:`~sketchbo.algorithms.common.Static`, how their params (each
-algorithm's own NamedTuple) are filled, and their capacities (``m_max``, ``u_max``): the
-:class:`sketchbo.spec.Hooks` of the specs in ``sketchbo.algorithms``.
+"""The hyperparameters of the finite registry's algorithms (BKB, BBKB, GP-UCB, GP-BUCB, eps-greedy, S-BPE): their
+checks, their static config [`Static`][], how their params (each algorithm's own NamedTuple) are filled, and their
+capacities (``m_max``, ``u_max``): the [`sketchbo.spec.Hooks`][] of the specs in ``sketchbo.algorithms``.
 
-Protocol values: docs/protocols.md#finite-arm-protocol (lam, F: the problem's suggested values, else
-:data:`FALLBACK`; delta = 1/T).
+Protocol values: docs/protocols.md#finite-arm-protocol (lam, F: the problem's suggested values, else [`FALLBACK`][];
+delta = 1/T).
 """
 from __future__ import annotations
 
@@ -21,6 +20,7 @@ from sketchbo.spec import Hooks, Setting
 
 CHOICES = {"beta": ("code", "paper", "vakili"), "beta_family": ("bkb", "bbkb"), "resample": ("code", "paper"),
            "batch_rule": ("product", "sum"), "dictionary": ("resampled", "all_pulled")}
+"""The allowed values of the finite algorithms' string options."""
 _FLOATS = {
     "lam": (lambda v: v > 0, "it must be a finite number > 0"),
     "qbar": (lambda v: v > 0, "it must be a finite number > 0"),
@@ -30,9 +30,11 @@ _FLOATS = {
     "delta": (lambda v: 0 < v < 1, "it must be in (0, 1), or null for 1/T"),
     "eps": (lambda v: 0 <= v <= 1, "it must be in [0, 1]"),
 }
-GRID_KEYS = ("lam", "qbar", "rls_qbar", "C", "F", "delta", "eps")  # the floats a grid may sweep (where defaults has them)
+GRID_KEYS = ("lam", "qbar", "rls_qbar", "C", "F", "delta", "eps")
+"""The float hyperparameters a grid may sweep (those an algorithm's defaults have)."""
 
-FALLBACK = {"lam": 0.2, "F": 20.0}  # docs/protocols.md#finite-arm-protocol: lam and F where neither the user nor the problem sets them
+FALLBACK = {"lam": 0.2, "F": 20.0}
+"""``lam`` and ``F`` where neither the user nor the problem sets them (docs/protocols.md#finite-arm-protocol)."""
 
 # The first dictionary capacity where the user leaves m_max at None (the default): a grown run equals a run
 # started at its final capacity bit for bit (float64; below MANY_ARMS, whose resparsification widths depend
@@ -46,15 +48,20 @@ FALLBACK = {"lam": 0.2, "F": 20.0}  # docs/protocols.md#finite-arm-protocol: lam
 # a loaded 2-core CPU). With few arms the product is cheap and growth is not (gp_sample, A = 1000, T = 500,
 # dictionary 104: 9.4 s from 64, 3.1 s at 128 on 2026-11-23); on accelerators a compilation costs about 10 s: 128.
 DEFAULT_M_MAX = {"cpu_many_arms": 96, "other": 128}
+"""The first dictionary capacity where the user leaves ``m_max`` at None: ``cpu_many_arms`` on the CPU from
+[`MANY_ARMS`][] arms, ``other`` elsewhere. It decides the time a run takes (each growth recompiles); a grown run equals
+one started at its final capacity up to rounding."""
 # A from which the CPU starts at DEFAULT_M_MAX["cpu_many_arms"], and from which a resparsification computes on
 # the dictionary's width (Static.slot_block; below it the product is cheap and each width's branch costs
 # compilation: docs/benchmarks.md#dictionary-width)
 MANY_ARMS = 10_000
+"""The number of arms from which the CPU starts at ``DEFAULT_M_MAX['cpu_many_arms']`` and a resparsification computes on
+the dictionary's width."""
 _BATCH_RULE_NAMES = {"product": "product", "sum": "bbkb_global"}  # gp_bucb's ``batch_rule`` option
 
 
 def default_m_max(A: int) -> int:
-    """The first dictionary capacity (:data:`DEFAULT_M_MAX`) for A arms on JAX's default backend."""
+    """The first dictionary capacity ([`DEFAULT_M_MAX`][]) for A arms on JAX's default backend."""
     many = jax.default_backend() == "cpu" and A >= MANY_ARMS
     return DEFAULT_M_MAX["cpu_many_arms" if many else "other"]
 
@@ -68,8 +75,7 @@ def oversampling(hyper: dict) -> float:
 def resolve(hyper: dict, T: int, problem, *, nystrom_engine: bool) -> dict:
     """Every value of ``hyper`` (defaults already completed) checked; ValueError naming the parameter.
 
-    ``lam`` and ``F`` left at None take the problem's suggested value, else :data:`FALLBACK`; ``delta`` None
-    is 1/T."""
+    ``lam`` and ``F`` left at None take the problem's suggested value, else [`FALLBACK`][]; ``delta`` None is 1/T."""
     suggested = getattr(problem, "suggested", None) or {}
     for key, fallback in FALLBACK.items():
         if key in hyper and hyper[key] is None:
@@ -100,7 +106,7 @@ def rule_name(default_rule: str, hyper: dict) -> str:
 
 
 def static(hyper: dict, setting: Setting, capacities: dict, *, default_rule: str) -> Static:
-    """The shared :class:`Static` of a finite registry algorithm at the given capacities."""
+    """The shared [`Static`][] of a finite registry algorithm at the given capacities."""
     A = setting.n_arms
     return Static(A=A, d=setting.d, T=setting.T, m_max=capacities["m_max"], u_max=capacities["u_max"],
                   kernel=setting.kernel, beta_family=hyper.get("beta_family", "bbkb"),
@@ -120,8 +126,8 @@ def params(hyper: dict, dtype, context: dict, *, cls):
 
 
 def capacities(hyper: dict, setting: Setting) -> dict:
-    """The first capacities: ``m_max`` (None: :func:`default_m_max`) and ``u_max`` (1 where the algorithm has
-    none), at most A (and u_max at most T)."""
+    """The first capacities: ``m_max`` (None: [`default_m_max`][]) and ``u_max`` (1 where the algorithm has none), at
+    most A (and u_max at most T)."""
     A, T = setting.n_arms, setting.T
     m_max = hyper.get("m_max", 1)
     m_max = default_m_max(A) if m_max is None else m_max
@@ -149,7 +155,7 @@ def unique_pulled(queries) -> tuple[int, int]:
 
 
 def hooks(defaults: dict, default_rule: str, nystrom_engine: bool, exact: bool, params_cls) -> Hooks:
-    """The :class:`Hooks` of a finite registry algorithm with these ``defaults`` and its params ``params_cls``."""
+    """The [`Hooks`][] of a finite registry algorithm with these ``defaults`` and its params ``params_cls``."""
     keys = tuple(k for k in ("m_max", "u_max") if k in defaults)
     return Hooks(resolve=functools.partial(resolve, nystrom_engine=nystrom_engine),
                  static=functools.partial(static, default_rule=default_rule),

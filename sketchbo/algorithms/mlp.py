@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import optax
 
 ACTIVATIONS = {"tanh": jnp.tanh, "relu": jax.nn.relu}
+"""The activations of the networks, by name."""
 
 
 def init_mlp(key, widths: tuple, dtype) -> tuple:

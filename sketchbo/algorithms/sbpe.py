@@ -1,13 +1,13 @@
 """S-BPE: Sparse Batched Pure Exploration (Vakili, Scarlett, Shiu, Bernacchia, ICML 2022, App. B, Alg. 1).
 
-The horizon N = T is cut into batches of lengths N_i = ceil(sqrt(N N_{i-1})), N_0 = 1 (Alg. 1, L3; a static
-table, the last batch truncated at T). Inside batch i the algorithm explores the active set X_i by maximum
-sparse variance, x = argmax_{x in X_i} sigma-bar_{j-1,i}(x) (L8), where sigma-bar_{j-1,i} uses only the
-j - 1 points already chosen in this batch and no reward (Remark 5.1); its inducing points are redrawn before
-every choice by recursive ridge-leverage-score sampling (L6; :func:`sketchbo.gp.rls.recursive_rls`, Musco &
-Musco 2016 Alg. 2) with confidence delta_j = 3 delta / (pi^2 B j^2) (Thm 5.2). At the batch end the batch's
-rewards arrive (``update``) and ``resparsify`` computes mu-bar_{N_i,i}, sigma-bar_{N_i,i} from the batch's
-points and rewards only (L16; inducing points by recursive RLS on the whole batch) and eliminates (L17):
+The horizon N = T is cut into batches of lengths N_i = ceil(sqrt(N N_{i-1})), N_0 = 1 (Alg. 1, L3; a static table, the
+last batch truncated at T). Inside batch i the algorithm explores the active set X_i by maximum sparse variance, x =
+argmax_{x in X_i} sigma-bar_{j-1,i}(x) (L8), where sigma-bar_{j-1,i} uses only the j - 1 points already chosen in this
+batch and no reward (Remark 5.1); its inducing points are redrawn before every choice by recursive ridge-leverage-score
+sampling (L6; [`sketchbo.gp.rls.recursive_rls`][], Musco & Musco 2016 Alg. 2) with confidence delta_j = 3 delta / (pi^2
+B j^2) (Thm 5.2). At the batch end the batch's rewards arrive (``update``) and ``resparsify`` computes mu-bar_{N_i,i},
+sigma-bar_{N_i,i} from the batch's points and rewards only (L16; inducing points by recursive RLS on the whole batch)
+and eliminates (L17):
 
     X_{i+1} = {x in X_i : u_i(x) >= max_{x' in X_i} l_i(x')},   u_i, l_i = mu-bar +- beta(delta/(4B|X|)) sigma-bar
                                                                                                   (Eq. (13))
@@ -72,33 +72,62 @@ def batch_lengths(T: int) -> tuple[int, ...]:
 
 
 class SBPEParams(NamedTuple):
-    """S-BPE's float hyperparameters (() arrays; the kernel's a dict of them)."""
+    """S-BPE's float hyperparameters (() arrays; the kernel's a dict of them).
 
-    lam: jax.Array  # regulariser / noise variance lambda of the GP
-    qbar: jax.Array  # Alg. 2's RLS oversampling (the hyperparameter rls_qbar)
-    F: jax.Array  # RKHS-norm bound F of the confidence width
-    delta: jax.Array  # confidence level delta
-    xi: jax.Array  # noise standard deviation xi used in the width
-    kernel: dict  # kernel hyperparameters, e.g. {"sigma2": ()} for rbf
+    Attributes:
+        lam: regulariser / noise variance lambda of the GP
+        qbar: Alg. 2's RLS oversampling (the hyperparameter rls_qbar)
+        F: RKHS-norm bound F of the confidence width
+        delta: confidence level delta
+        xi: noise standard deviation xi used in the width
+        kernel: kernel hyperparameters, e.g. {"sigma2": ()} for rbf
+    """
+
+    lam: jax.Array
+    qbar: jax.Array
+    F: jax.Array
+    delta: jax.Array
+    xi: jax.Array
+    kernel: dict
 
 
 class SBPEState(NamedTuple):
-    arms: jax.Array  # (A, d) arm matrix
-    kdiag: jax.Array  # (A,) k(x, x)
-    active: jax.Array  # (A,) bool, the set X_i of potential maximisers
-    batch_counts: jax.Array  # (A,) float, pulls of the current batch (chosen, feedback pending or arrived)
-    batch_ysum: jax.Array  # (A,) summed rewards of the current batch (after ``update``)
-    batch: jax.Array  # () int32 index i - 1 of the current batch
-    batch_t: jax.Array  # () int32 pulls chosen in the current batch (j - 1 before the j-th choice)
-    dict_wanted: jax.Array  # () int32 largest inducing set an in-batch RLS wanted (capacity check, reset per batch)
-    var: jax.Array  # (A,) resample=code: exact GP variance given the batch's points so far (GP units)
-    G: jax.Array  # (A, N_max) resample=code: pivoted Cholesky columns g_j of the batch's kernel; (A, 1) unused
-    batch_open: jax.Array  # () bool, the current batch continues
-    t: jax.Array  # () int32 pulls chosen so far
+    """The state of S-BPE: the arms still in play, the current batch's pulls and rewards, and the variances the in-batch
+    choices use.
+
+    Attributes:
+        arms: `(A, d)` arm matrix
+        kdiag: `(A,)` k(x, x)
+        active: `(A,)` bool, the set X_i of potential maximisers
+        batch_counts: `(A,)` float, pulls of the current batch (chosen, feedback pending or arrived)
+        batch_ysum: `(A,)` summed rewards of the current batch (after ``update``)
+        batch: `()` int32 index i - 1 of the current batch
+        batch_t: `()` int32 pulls chosen in the current batch (j - 1 before the j-th choice)
+        dict_wanted: `()` int32 largest inducing set an in-batch RLS wanted (capacity check, reset per batch)
+        var: `(A,)` resample=code: exact GP variance given the batch's points so far (GP units)
+        G: `(A, N_max)` resample=code: pivoted Cholesky columns g_j of the batch's kernel; (A, 1) unused
+        batch_open: `()` bool, the current batch continues
+        t: `()` int32 pulls chosen so far
+    """
+
+    arms: jax.Array
+    kdiag: jax.Array
+    active: jax.Array
+    batch_counts: jax.Array
+    batch_ysum: jax.Array
+    batch: jax.Array
+    batch_t: jax.Array
+    dict_wanted: jax.Array
+    var: jax.Array
+    G: jax.Array
+    batch_open: jax.Array
+    t: jax.Array
 
 
-WIDTHS = ("code", "paper")  # static.beta_mode: practical | Theorem 3.5 (Eq. (13))
-IN_BATCH = ("code", "paper")  # static.resample: exact rank-one in-batch variance | RLS before every choice (L6)
+WIDTHS = ("code", "paper")
+"""S-BPE's widths (``beta_mode``): practical, or Theorem 3.5 (Eq. (13))."""
+IN_BATCH = ("code", "paper")
+"""S-BPE's in-batch variances (``resample``): the exact rank-one update, or RLS before every choice (L6)."""
 
 
 def elimination_width(beta_mode: str, params: SBPEParams, lam_max, n_batches: int, n_arms: int):

@@ -8,13 +8,12 @@ One engine, three batch rules (``batch_rules.py``):
 * ``bbkb``       — BBKB's global rule 1 + sum_s s~^2_fb(x_s) <= C~ (Alg. 1, L5).
 * ``bbkb_local`` — the per-arm GlobalLocal rule of the public code.
 
-Within a batch the mean, dictionary and width are frozen; variances shrink by rank-one updates of V^{-1}
-(Alg. 1, L7) and the argmax is taken lazily over stale UCBs (L8; :func:`common.lazy_argmax_round`): O(A/B + B +
-k (m^2 + m d)) per in-batch step for k arms refreshed together. A ``select`` call is one iteration of the
-in-batch loop: it commits the step when the argmax is exact after its refresh round, and otherwise only keeps
-the refreshed bounds (``StepInfo.committed`` False; rare) for the next iteration's fallback round. At the
-batch end the feedback is added (``update``) and the dictionary resampled with the start-of-batch variances
-(L11–16, ``resparsify``).
+Within a batch the mean, dictionary and width are frozen; variances shrink by rank-one updates of V^{-1} (Alg. 1, L7)
+and the argmax is taken lazily over stale UCBs (L8; ``common.lazy_argmax_round``): O(A/B + B + k (m^2 + m d)) per
+in-batch step for k arms refreshed together. A ``select`` call is one iteration of the in-batch loop: it commits the
+step when the argmax is exact after its refresh round, and otherwise only keeps the refreshed bounds
+(``StepInfo.committed`` False; rare) for the next iteration's fallback round. At the batch end the feedback is added
+(``update``) and the dictionary resampled with the start-of-batch variances (L11–16, ``resparsify``).
 """
 from __future__ import annotations
 
@@ -43,39 +42,75 @@ def _finite_or_worst(u):
 
 
 class SparseUCBParams(NamedTuple):
-    """BKB / BBKB's float hyperparameters (() arrays; the kernel's a dict of them)."""
+    """BKB / BBKB's float hyperparameters (() arrays; the kernel's a dict of them).
 
-    lam: jax.Array  # regulariser / noise variance lambda of the GP
-    qbar: jax.Array  # dictionary oversampling q-bar
-    C: jax.Array  # batch threshold C~ (BBKB) or C (GP-BUCB); 1 for sequential algorithms
-    F: jax.Array  # RKHS-norm bound F of the confidence width
-    delta: jax.Array  # confidence level delta
-    xi: jax.Array  # noise standard deviation xi used in the width
-    kernel: dict  # kernel hyperparameters, e.g. {"sigma2": ()} for rbf
+    Attributes:
+        lam: regulariser / noise variance lambda of the GP
+        qbar: dictionary oversampling q-bar
+        C: batch threshold C~ (BBKB) or C (GP-BUCB); 1 for sequential algorithms
+        F: RKHS-norm bound F of the confidence width
+        delta: confidence level delta
+        xi: noise standard deviation xi used in the width
+        kernel: kernel hyperparameters, e.g. {"sigma2": ()} for rbf
+    """
+
+    lam: jax.Array
+    qbar: jax.Array
+    C: jax.Array
+    F: jax.Array
+    delta: jax.Array
+    xi: jax.Array
+    kernel: dict
 
 
 class SparseUCBState(NamedTuple):
-    arms: jax.Array  # (A, d) arm matrix
-    kdiag: jax.Array  # (A,) k(x, x)
-    counts: jax.Array  # (A,) float, pulls whose feedback has arrived
-    ysum: jax.Array  # (A,) summed rewards of those pulls
-    dict_idx: jax.Array  # (m_max,) int32 arm index of each dictionary slot
-    dict_mask: jax.Array  # (m_max,) bool, slot in use
-    # W, Vinv, B are in nystrom.factor_dtype(arms.dtype) (float64 for float32 arms), the rest in arms.dtype
-    W: jax.Array  # (m_max, m_max) K_S^{+1/2}
-    Vinv: jax.Array  # (m_max, m_max) V^{-1} including the pulls of the current batch
-    B: jax.Array  # (m_max, m_max) start-of-batch W^T (I/lam - V^{-1})^{1/2} (nystrom.posterior)
-    mean: jax.Array  # (A,) start-of-batch mean mu~_fb
-    var_fb: jax.Array  # (A,) start-of-batch variances s~^2_fb (lam-scaled)
-    ucb: UCBTable  # UCBs in blocks: exact where ``fresh``, upper bounds elsewhere
-    fresh: jax.Array  # (n_blocks * B,) bool, ucb is exact for the current in-batch posterior (padding: True)
-    attempt: jax.Array  # () int32 refresh rounds already spent on the current step without deciding it
-    beta: jax.Array  # () width of the current batch
-    logdet: jax.Array  # () BBKB width accumulator (sum over pulls of log(1 + c s~^2_fb))
-    rule_acc: jax.Array  # () or (A,) batch-rule accumulator
-    batch_open: jax.Array  # () bool, the current batch continues
-    t: jax.Array  # () int32 pulls selected so far
-    first_arm: jax.Array  # () int32 the uniformly drawn initial arm x_1
+    """The state of BKB, BBKB and GlobalLocal-BBKB: the dictionary and its Nyström factors, the start-of-batch
+    posterior, the lazy UCB table and the batch's accumulators.
+
+    Attributes:
+        arms: `(A, d)` arm matrix
+        kdiag: `(A,)` k(x, x)
+        counts: `(A,)` float, pulls whose feedback has arrived
+        ysum: `(A,)` summed rewards of those pulls
+        dict_idx: `(m_max,)` int32 arm index of each dictionary slot
+        dict_mask: `(m_max,)` bool, slot in use
+        W: W, Vinv, B are in nystrom.factor_dtype(arms.dtype) (float64 for float32 arms), the rest in arms.dtype (m_max,
+            m_max) K_S^{+1/2}
+        Vinv: `(m_max, m_max)` V^{-1} including the pulls of the current batch
+        B: `(m_max, m_max)` start-of-batch W^T (I/lam - V^{-1})^{1/2} (nystrom.posterior)
+        mean: `(A,)` start-of-batch mean mu~_fb
+        var_fb: `(A,)` start-of-batch variances s~^2_fb (lam-scaled)
+        ucb: UCBs in blocks: exact where ``fresh``, upper bounds elsewhere
+        fresh: `(n_blocks * B,)` bool, ucb is exact for the current in-batch posterior (padding: True)
+        attempt: `()` int32 refresh rounds already spent on the current step without deciding it
+        beta: `()` width of the current batch
+        logdet: `()` BBKB width accumulator (sum over pulls of log(1 + c s~^2_fb))
+        rule_acc: `()` or (A,) batch-rule accumulator
+        batch_open: `()` bool, the current batch continues
+        t: `()` int32 pulls selected so far
+        first_arm: `()` int32 the uniformly drawn initial arm x_1
+    """
+
+    arms: jax.Array
+    kdiag: jax.Array
+    counts: jax.Array
+    ysum: jax.Array
+    dict_idx: jax.Array
+    dict_mask: jax.Array
+    W: jax.Array
+    Vinv: jax.Array
+    B: jax.Array
+    mean: jax.Array
+    var_fb: jax.Array
+    ucb: UCBTable
+    fresh: jax.Array
+    attempt: jax.Array
+    beta: jax.Array
+    logdet: jax.Array
+    rule_acc: jax.Array
+    batch_open: jax.Array
+    t: jax.Array
+    first_arm: jax.Array
 
 
 def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algorithm:

@@ -17,15 +17,14 @@ the posterior engine:
 | ``mini_gp_ucb`` | unique points with counts; a point is repeated while      | exact GP on unique |
 |               | 1 + n s~^2(x_h) <= C (BBKB's sum rule, docs/protocols.md#mini-meta-rule)      | points            |
 
-Subsets of GSSBO, RSSBO and k-means++ hold M rows once |D| > M; before that the GP uses all of D (Alg. 1,
-L17). M is fixed (``M``) or set by the dynamic rule with factor Z (:func:`dynamic_buffer_size`).
-Options (static): ``selection`` names GSSBO's rule for its free members (``sketchbo.gp.subset``,
-docs/protocols.md#gssbo-subset-rules):
-``projection`` (the appendix's greedy: largest residual norm of the perturbed gradient vector after projecting
-out the kept ones' span), ``pivoted`` (greedy pivoted Cholesky on K, the greedy Nyström column selection the
-appendix proves equivalent in the noiseless limit) or ``cosine`` (Eq. (1)'s summed cosine similarity as
-written; ``gradient`` is its deprecated name); ``keep_best`` also forces the best observed sample into the
-subset of GSSBO, RSSBO and k-means++ (our option, not the paper's; default off).
+Subsets of GSSBO, RSSBO and k-means++ hold M rows once |D| > M; before that the GP uses all of D (Alg. 1, L17). M is
+fixed (``M``) or set by the dynamic rule with factor Z ([`dynamic_buffer_size`][]). Options (static): ``selection``
+names GSSBO's rule for its free members (``sketchbo.gp.subset``, docs/protocols.md#gssbo-subset-rules): ``projection``
+(the appendix's greedy: largest residual norm of the perturbed gradient vector after projecting out the kept ones'
+span), ``pivoted`` (greedy pivoted Cholesky on K, the greedy Nyström column selection the appendix proves equivalent in
+the noiseless limit) or ``cosine`` (Eq. (1)'s summed cosine similarity as written; ``gradient`` is its deprecated name);
+``keep_best`` also forces the best observed sample into the subset of GSSBO, RSSBO and k-means++ (our option, not the
+paper's; default off).
 
 The round structure of the runner (docs/architecture.md#rounds) carries over: ``select`` returns the planned query
 (a point
@@ -75,60 +74,112 @@ VARIANTS = {
     "dkl_ucb": ("all", "dkl", False),  # ``dkl_bo.py``: exact GP on MLP features of every row
     "bnn_ucb": ("all", "ensemble", False),  # ``bnn_bo.py``: a deep ensemble of MLPs trained on every row
 }
+"""Every continuous subset algorithm by name: its subset selection, its engine and whether it repeats points."""
 
 
 class BOStatic(NamedTuple):
-    """Static configuration of a continuous-domain algorithm (shapes, capacities, discrete choices)."""
+    """Static configuration of a continuous-domain algorithm (shapes, capacities, discrete choices).
 
-    variant: str  # key of VARIANTS
-    d: int  # dimension of the unit cube
-    T: int  # evaluations per run
-    cap: int  # capacity of the data buffer D (rows), grown by the runner
-    n0: int  # uniform initial design
-    M: int  # subset size (exact engines) or number of landmarks m (Nyström)
-    fit_steps: int  # hyperparameter fit per round: Adam steps (gp_fit adam) or most L-BFGS iterations (map)
-    acq: acquisition.AcqStatic  # sizes of the acquisition maximiser
-    n_incumbents: int = 5  # best observed points whose perturbations are candidates
-    selection: str = "pivoted"  # gssbo's rule: one of subset.SELECTIONS (default by measurement; "gradient" = "cosine")
-    keep_best: bool = False  # also force the best observed sample into the subset (our option, not the paper's)
-    gp_fit: str = "adam"  # the hyperparameter fit, one of gp.hyper.FITS (adam: the paper protocol; map: MAP, L-BFGS)
-    beta_rule: str = "protocol"  # the UCB width, one of acquisition.BETA_RULES (acquisition.ucb_width)
-    output_warp: str = "none"  # the targets the GP models, one of gp.hyper.OUTPUT_WARPS (hyper.warp_outputs)
-    hidden: tuple = ()  # hidden-layer widths of the MLPs of dkl_ucb and bnn_ucb (``dkl_bo.py``, ``bnn_bo.py``)
-    features: int = 0  # dkl_ucb: width of the MLP's output, the features the GP's kernel sees
-    ensemble: int = 0  # bnn_ucb: members E of the deep ensemble
+    Attributes:
+        variant: key of VARIANTS
+        d: dimension of the unit cube
+        T: evaluations per run
+        cap: capacity of the data buffer D (rows), grown by the runner
+        n0: uniform initial design
+        M: subset size (exact engines) or number of landmarks m (Nyström)
+        fit_steps: hyperparameter fit per round: Adam steps (gp_fit adam) or most L-BFGS iterations (map)
+        acq: sizes of the acquisition maximiser
+        n_incumbents: best observed points whose perturbations are candidates
+        selection: gssbo's rule: one of subset.SELECTIONS (default by measurement; "gradient" = "cosine")
+        keep_best: also force the best observed sample into the subset (our option, not the paper's)
+        gp_fit: the hyperparameter fit, one of gp.hyper.FITS (adam: the paper protocol; map: MAP, L-BFGS)
+        beta_rule: the UCB width, one of acquisition.BETA_RULES (acquisition.ucb_width)
+        output_warp: the targets the GP models, one of gp.hyper.OUTPUT_WARPS (hyper.warp_outputs)
+        hidden: hidden-layer widths of the MLPs of dkl_ucb and bnn_ucb (``dkl_bo.py``, ``bnn_bo.py``)
+        features: dkl_ucb: width of the MLP's output, the features the GP's kernel sees
+        ensemble: bnn_ucb: members E of the deep ensemble
+    """
+
+    variant: str
+    d: int
+    T: int
+    cap: int
+    n0: int
+    M: int
+    fit_steps: int
+    acq: acquisition.AcqStatic
+    n_incumbents: int = 5
+    selection: str = "pivoted"
+    keep_best: bool = False
+    gp_fit: str = "adam"
+    beta_rule: str = "protocol"
+    output_warp: str = "none"
+    hidden: tuple = ()
+    features: int = 0
+    ensemble: int = 0
 
 
 class SubsetParams(NamedTuple):
-    """The subset variants' (and the random embeddings') float hyperparameters (() arrays)."""
+    """The subset variants' (and the random embeddings') float hyperparameters (() arrays).
 
-    beta_c: jax.Array  # beta_t = beta_c d log(2t) (beta_rule protocol)
-    sigma_d2: jax.Array  # GSSBO gradient-perturbation variance sigma_d^2
-    C: jax.Array  # mini-META repetition threshold C~ (1 for the others)
-    lr_fit: jax.Array  # Adam step of the fit
-    lr_acq: jax.Array  # Adam step of the acquisition refinement
-    local_scale: jax.Array  # std of the incumbent perturbations
+    Attributes:
+        beta_c: beta_t = beta_c d log(2t) (beta_rule protocol)
+        sigma_d2: GSSBO gradient-perturbation variance sigma_d^2
+        C: mini-META repetition threshold C~ (1 for the others)
+        lr_fit: Adam step of the fit
+        lr_acq: Adam step of the acquisition refinement
+        local_scale: std of the incumbent perturbations
+    """
+
+    beta_c: jax.Array
+    sigma_d2: jax.Array
+    C: jax.Array
+    lr_fit: jax.Array
+    lr_acq: jax.Array
+    local_scale: jax.Array
 
 
 class Data(NamedTuple):
-    """The samples D, one row per distinct point (mini-META merges repeats)."""
+    """The samples D, one row per distinct point (mini-META merges repeats).
 
-    x: jax.Array  # (cap, d) points in [0, 1]^d
-    ysum: jax.Array  # (cap,) sum of the rewards observed at the row
-    count: jax.Array  # (cap,) evaluations merged into the row (0 for empty rows)
-    n: jax.Array  # () int32 rows in use
+    Attributes:
+        x: `(cap, d)` points in [0, 1]^d
+        ysum: `(cap,)` sum of the rewards observed at the row
+        count: `(cap,)` evaluations merged into the row (0 for empty rows)
+        n: `()` int32 rows in use
+    """
+
+    x: jax.Array
+    ysum: jax.Array
+    count: jax.Array
+    n: jax.Array
 
 
 class BOState(NamedTuple):
-    data: Data  # the sample buffer
-    sub_idx: jax.Array  # (M,) int32 rows of D the model uses (subset or landmarks)
-    sub_mask: jax.Array  # (M,) bool slot in use
-    hyper: hyper.GPHyper  # fitted hyperparameters (warm start of the next fit)
-    beta: jax.Array  # () beta_t of the planned query
-    next_x: jax.Array  # (d,) planned query
-    repeats: jax.Array  # () int32 evaluations of next_x left in the current batch
-    t: jax.Array  # () int32 evaluations selected so far
-    batch_open: jax.Array  # () bool
+    """The state of a subset GP-UCB (GSSBO and its subset and embedding baselines): the sample buffer, the rows the
+    model is fitted on, the fitted hyperparameters and the planned query.
+
+    Attributes:
+        data: the sample buffer
+        sub_idx: `(M,)` int32 rows of D the model uses (subset or landmarks)
+        sub_mask: `(M,)` bool slot in use
+        hyper: fitted hyperparameters (warm start of the next fit)
+        beta: `()` beta_t of the planned query
+        next_x: `(d,)` planned query
+        repeats: `()` int32 evaluations of next_x left in the current batch
+        t: `()` int32 evaluations selected so far
+        batch_open: `()` bool
+    """
+
+    data: Data
+    sub_idx: jax.Array
+    sub_mask: jax.Array
+    hyper: hyper.GPHyper
+    beta: jax.Array
+    next_x: jax.Array
+    repeats: jax.Array
+    t: jax.Array
+    batch_open: jax.Array
 
 
 def dynamic_buffer_size(n0: int, Z: float, n_overhead: float) -> int:
@@ -312,8 +363,8 @@ def ipa_quality(state: BOState, valid, y):
 
 
 def ipa_rows(state: BOState, valid, y, M: int):
-    """IPA (Moss, Ober & Picheny 2023): M inducing points among the samples by the greedy MAP of the DPP with
-    L = diag(q) K diag(q) (``subset.quality_dpp_subset``), q = :func:`ipa_quality`."""
+    """IPA (Moss, Ober & Picheny 2023): M inducing points among the samples by the greedy MAP of the DPP with L =
+    diag(q) K diag(q) (``subset.quality_dpp_subset``), q = [`ipa_quality`][]."""
     K = gram(MATERN, hyper.kernel_params(state.hyper), state.data.x)
     return subset.quality_dpp_subset(K, ipa_quality(state, valid, y), valid, M)
 

@@ -38,21 +38,39 @@ MATERN = hyper.MATERN
 
 
 class VecchiaParams(NamedTuple):
-    """VecchiaBO's float hyperparameters (() arrays)."""
+    """VecchiaBO's float hyperparameters (() arrays).
 
-    beta_c: jax.Array  # beta_t = beta_c d log(2t) (beta_rule protocol)
-    lr_fit: jax.Array  # Adam step of the fit
-    lr_acq: jax.Array  # Adam step of the acquisition refinement
-    local_scale: jax.Array  # std of the incumbent perturbations
+    Attributes:
+        beta_c: beta_t = beta_c d log(2t) (beta_rule protocol)
+        lr_fit: Adam step of the fit
+        lr_acq: Adam step of the acquisition refinement
+        local_scale: std of the incumbent perturbations
+    """
+
+    beta_c: jax.Array
+    lr_fit: jax.Array
+    lr_acq: jax.Array
+    local_scale: jax.Array
 
 
 class VecchiaState(NamedTuple):
-    data: Data  # the samples D: x (cap, d), ysum (cap,), count (cap,), n () int32
-    hyper: hyper.GPHyper  # fitted hyperparameters (warm start of the next fit)
-    beta: jax.Array  # () beta_t of the planned query
-    next_x: jax.Array  # (d,) planned query
-    t: jax.Array  # () int32 evaluations selected so far
-    batch_open: jax.Array  # () bool
+    """The state of VecchiaBO: the samples, the fitted hyperparameters and the planned query.
+
+    Attributes:
+        data: the samples D: x (cap, d), ysum (cap,), count (cap,), n () int32
+        hyper: fitted hyperparameters (warm start of the next fit)
+        beta: `()` beta_t of the planned query
+        next_x: `(d,)` planned query
+        t: `()` int32 evaluations selected so far
+        batch_open: `()` bool
+    """
+
+    data: Data
+    hyper: hyper.GPHyper
+    beta: jax.Array
+    next_x: jax.Array
+    t: jax.Array
+    batch_open: jax.Array
 
 
 def _sqdist(A, B):

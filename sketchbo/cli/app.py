@@ -10,8 +10,11 @@ Examples::
 Configs live in the repository's ``sketchbo/cli/configs/`` folder (groups ``algorithm``, ``problem``, ``kernel``,
 ``logger``, ``experiment``, ``hydra/launcher``). ``algorithm=compare`` runs each of its ``members``
 with that member's own config on the same problem, kernel and seeds, writing
-``<run_dir>/<member>/{config.yaml,traces.npz,summary.json}`` and ``<run_dir>/comparison.json``; a
-single algorithm writes ``<run_dir>/{config.yaml,traces.npz,summary.json}``.
+``<run_dir>/<member>/{config.yaml,traces.npz,curves.png,summary.json}``, ``<run_dir>/comparison.json`` and
+``<run_dir>/comparison.png``; a single algorithm writes ``<run_dir>/{config.yaml,traces.npz,curves.png,summary.json}``.
+The pictures (``curves.png``: regret, batch size and dictionary size against t; ``comparison.png``: the members
+together) are left out with ``plots=false``; ``sketchbo-plot DIR...`` (``sketchbo.cli.overlay``) overlays runs and
+sweeps afterwards.
 
 Resuming: a result directory that already holds the complete result of the same resolved config
 (``tracking.load_complete``; the keys of ``RUNTIME_KEYS`` do not count) is not recomputed: the job
@@ -50,10 +53,10 @@ from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from sketchbo.cli import jobs, tracking
-from sketchbo.algorithms import domain_names, get_spec
-from sketchbo.cli.jobs import RUNTIME_KEYS, completed, hyperparameters, remove_checkpoint  # noqa: F401 (re-exported)
-from sketchbo.problems import CONTINUOUS_PROBLEMS
+from sketchbo.cli import jobs, notes, tracking
+from sketchbo.cli.jobs import (  # noqa: F401 (re-exported)
+    RUNTIME_KEYS, check_domains, check_hyperparameters, completed, hyperparameters, remove_checkpoint,
+)
 from sketchbo.engine.program import enable_compilation_cache
 from sketchbo.engine.run import enable_x64, grid_points, run_grid, use_cpu_cores
 from sketchbo.engine.validate import check_run_args
@@ -63,8 +66,8 @@ CONFIG_DIR = Path(__file__).resolve().parent / "configs"  # shipped inside the p
 COMPARE = "compare"
 COMPARE_KEYS = ("name", "members")  # compare.yaml keys that are not shared parameter overrides
 USER_ERRORS = (ValueError, OSError, tracking.LoggingError)  # bad parameters, missing data files, W&B failures
-BOX_PROBLEMS = {*CONTINUOUS_PROBLEMS, "diabetes"}  # problems of the continuous algorithms (BO_ALGORITHMS)
 INT_KEYS = ("T", "n_seeds", "seed", "devices", "checkpoint_every")  # top-level keys that take whole numbers
+BOOL_KEYS = ("progress", "plots")  # top-level keys that take true or false
 HYDRA_FILES = {".hydra", "sketchbo.log"}  # what Hydra writes into a run directory before the task starts
 STARTED = time.time()  # directories created from here on are this process's
 
@@ -122,16 +125,6 @@ def config_text(config: dict) -> str:
     return OmegaConf.to_yaml(OmegaConf.create(config))
 
 
-def check_hyperparameters(algos: list[dict], T) -> None:
-    """Validate every algorithm config before the first one compiles (ValueError naming the key).
-
-    A T that is not an integer is left for ``run`` to report; only delta's default depends on it.
-    """
-    T = T if isinstance(T, int) else 1
-    for algo in algos:
-        get_spec(algo["name"]).resolve(hyperparameters(algo), T)
-
-
 def check_logger(cfg: DictConfig) -> None:
     """ValueError for a W&B mode that does not exist, LoggingError for online mode without credentials
     (before anything runs)."""
@@ -144,25 +137,16 @@ def check_logger(cfg: DictConfig) -> None:
         tracking.check_online_credentials()
 
 
-def check_domains(algos: list[dict], problem_name: str) -> None:
-    """ValueError when an algorithm (a compare member too) cannot run on the problem's domain."""
-    domain = "box" if problem_name in BOX_PROBLEMS else "arms"
-    for algo in algos:
-        if get_spec(algo["name"]).domain != domain:
-            kind = "a continuous box" if domain == "box" else "a finite arm set"
-            raise ValueError(f"algorithm {algo['name']!r} cannot run on problem={problem_name!r}, {kind}; "
-                             f"algorithms for it: {domain_names(domain)}")
-
-
 def check_run_keys(cfg: DictConfig) -> None:
-    """Whole-number keys given as floats (``T=1e3``) become ints; ``progress`` must be a boolean."""
+    """Whole-number keys given as floats (``T=1e3``) become ints; ``progress`` and ``plots`` must be booleans."""
     with open_dict(cfg):
         for key in INT_KEYS:
             value = cfg.get(key)
             if isinstance(value, float) and math.isfinite(value) and value.is_integer():
                 cfg[key] = int(value)
-    if not isinstance(cfg.get("progress"), bool):
-        raise ValueError(f"progress={cfg.get('progress')!r} is invalid; it must be true or false")
+    for key in BOOL_KEYS:
+        if not isinstance(cfg.get(key), bool):
+            raise ValueError(f"{key}={cfg.get(key)!r} is invalid; it must be true or false")
 
 
 def job_config(cfg: DictConfig, algo: dict) -> dict:
@@ -189,7 +173,7 @@ def point_dirname(point: dict) -> str:
 def check_config(cfg: DictConfig) -> None:
     """Every check of one job's composed config that needs no problem data (ValueError naming the key): run
     arguments, the algorithms (compare members, grid points) and their hyperparameters on the problem's domain,
-    the logger. Run on every job of a sweep before the first one starts (:func:`main`), and by each job."""
+    the logger. Run on every job of a sweep before the first one starts (`main`), and by each job."""
     check_run_keys(cfg)
     check_run_args(cfg.T, cfg.n_seeds, cfg.seed, cfg.dtype, cfg.seed_axis, None)
     grid = grid_of(cfg)
@@ -220,6 +204,9 @@ def execute_grid(cfg: DictConfig, run_dir: Path, grid: dict) -> list[dict]:
     configs = [job_config(plain, {**algo, **pt}) for pt in points]
     outs = [run_dir / "grid" / point_dirname(pt) for pt in points]
     done = [completed(out, config) for out, config in zip(outs, configs)]
+    for out, config, summary in zip(outs, configs, done):
+        if summary is not None:
+            jobs.ensure_curves(out, config)
     if all(d is not None for d in done):
         return [{**d, "label": f"{algo['name']} {point_dirname(pt)}"} for d, pt in zip(done, points)]
     problem = build_problem(cfg)
@@ -252,6 +239,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> list[dict]:
     compare = cfg.algorithm.name == COMPARE
     problem = None
     summaries = []
+    ran = False
     for algo in algos:
         out = run_dir / algo["name"] if compare else run_dir
         config = job_config(cfg, algo)
@@ -259,11 +247,18 @@ def execute(cfg: DictConfig, run_dir: Path) -> list[dict]:
         if summary is None:
             problem = build_problem(cfg) if problem is None else problem
             summary = jobs.run_job(config, out, problem, config_text(config))
+            ran = True
         else:  # killed after its results were written: the checkpoint is of no further use
             remove_checkpoint(out)
+            jobs.ensure_curves(out, config)
         summaries.append(summary)
     if compare:
-        jobs.write_comparison(run_dir, int(cfg.T), int(cfg.n_seeds), [a["name"] for a in algos], summaries)
+        members = [a["name"] for a in algos]
+        jobs.write_comparison(run_dir, int(cfg.T), int(cfg.n_seeds), members, summaries)
+        if cfg.plots and (ran or not (run_dir / jobs.COMPARISON_FIGURE).exists()):
+            jobs.write_comparison_figure(run_dir, members)
+        elif ran:  # an earlier picture would show other results than these
+            (run_dir / jobs.COMPARISON_FIGURE).unlink(missing_ok=True)
     return summaries
 
 
@@ -340,8 +335,7 @@ def app(cfg: DictConfig) -> None:
     except USER_ERRORS as err:
         remove_if_only_hydra(run_dir)
         fail(describe(err))
-    print(tracking.format_table(summaries))
-    print(f"results: {run_dir}")
+    print("\n".join(notes.closing_lines(summaries, run_dir)))
 
 
 def sweep_jobs(argv: list[str]) -> list[list[str]] | None:
@@ -359,7 +353,7 @@ def sweep_jobs(argv: list[str]) -> list[list[str]] | None:
 
 
 def validate_jobs(jobs: list[list[str]]) -> None:
-    """Compose and check (:func:`check_config`) every job before Hydra creates a directory or starts one: a bad
+    """Compose and check (`check_config`) every job before Hydra creates a directory or starts one: a bad
     value anywhere in a sweep stops it whole, naming the job. A config that does not compose is left to Hydra,
     which reports it the same way before it creates anything."""
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):

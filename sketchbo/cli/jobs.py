@@ -1,13 +1,18 @@
 """One job of a resolved config, run without Hydra: the half of ``sketchbo-run`` after composition.
 
-``sketchbo.cli`` composes a config with Hydra, then calls :func:`run_job` with the resolved config of each
+``sketchbo.cli`` composes a config with Hydra, then calls `run_job` with the resolved config of each
 algorithm (a plain dict: ``cli.job_config``). ``scripts/run_jobs.py`` calls the same function on configs
 composed elsewhere (``scripts/reproduce.py --export``), on machines that have JAX but not Hydra (the
 accelerator machines): their results are the files ``sketchbo-run`` writes, complete for the same config.
 
-Files of a job: ``config.yaml`` (when ``config_text`` is given), ``traces.npz``, W&B runs when the config's
-logger is ``wandb``, and ``summary.json`` last, whose presence marks the result complete; then the
-checkpoint (``checkpoint_every`` rounds, ``<run_dir>/checkpoint.npz``) is deleted.
+Files of a job: ``config.yaml`` (when ``config_text`` is given), ``traces.npz``, ``curves.png`` when the
+config's ``plots`` is true, W&B runs when the config's logger is ``wandb``, and ``summary.json`` last, whose
+presence marks the result complete; then the checkpoint (``checkpoint_every`` rounds,
+``<run_dir>/checkpoint.npz``) is deleted. A comparison (``algorithm=compare``) adds ``comparison.json`` and
+``comparison.png`` (its members' curves on the same panels) in the directory above its members'.
+
+Before anything compiles, `check_domains` and `check_hyperparameters` check the algorithm configs (compare
+members, grid points) against the problem (``sketchbo-run`` checks every job of a sweep with them).
 """
 from __future__ import annotations
 
@@ -20,17 +25,19 @@ from pathlib import Path
 import numpy as np
 
 from sketchbo import certificates
-from sketchbo.cli import tracking
+from sketchbo.cli import results, tracking
 from sketchbo.algorithms import domain_names, get_spec, register
 from sketchbo.spec import AlgorithmSpec
-from sketchbo.problems import ContinuousProblem, make_problem
+from sketchbo.problems import CONTINUOUS_PROBLEMS, ContinuousProblem, make_problem
 from sketchbo.engine.run import run
-from sketchbo.cli.tracking import RUNTIME_KEYS  # config keys that do not change a result
+from sketchbo.cli.tracking import CURVES_FILE, RUNTIME_KEYS  # RUNTIME_KEYS: config keys that do not change a result
 
 # Config keys added after paper-scale results were stored, with the value those results ran with: a stored
 # config without the key is complete for a config that holds this value (tracking.load_complete's ``added``).
 ADDED_KEYS = {"problem.shift": 0.0}
 CHECKPOINT_FILE = "checkpoint.npz"  # a job's checkpoint inside its run directory (grid runs: grid/)
+COMPARISON_FIGURE = "comparison.png"  # a comparison's members drawn together, beside comparison.json
+BOX_PROBLEMS = {*CONTINUOUS_PROBLEMS, "diabetes"}  # problems of the continuous algorithms (BO_ALGORITHMS)
 
 
 def build_problem(problem: dict):
@@ -75,6 +82,26 @@ def hyperparameters(algo: dict) -> dict:
     """The runner's ``params`` of an algorithm config: every key but ``name`` and ``spec`` (a user's
     algorithm's ``module:NAME``)."""
     return {k: v for k, v in algo.items() if k not in ("name", "spec")}
+
+
+def check_hyperparameters(algos: list[dict], T) -> None:
+    """Validate every algorithm config before the first one compiles (ValueError naming the key).
+
+    A T that is not an integer is left for ``run`` to report; only delta's default depends on it.
+    """
+    T = T if isinstance(T, int) else 1
+    for algo in algos:
+        get_spec(algo["name"]).resolve(hyperparameters(algo), T)
+
+
+def check_domains(algos: list[dict], problem_name: str) -> None:
+    """ValueError when an algorithm (a compare member too) cannot run on the problem's domain."""
+    domain = "box" if problem_name in BOX_PROBLEMS else "arms"
+    for algo in algos:
+        if get_spec(algo["name"]).domain != domain:
+            kind = "a continuous box" if domain == "box" else "a finite arm set"
+            raise ValueError(f"algorithm {algo['name']!r} cannot run on problem={problem_name!r}, {kind}; "
+                             f"algorithms for it: {domain_names(domain)}")
 
 
 def uniform_gap(problem) -> float:
@@ -138,6 +165,38 @@ def run_job(config: dict, run_dir: Path, problem=None, config_text: str | None =
     return summary
 
 
+def ensure_curves(run_dir: Path, config: dict) -> None:
+    """Draw ``curves.png`` for a complete result reused without one (stored before runs drew pictures, or run
+    with ``plots=false``) when ``config`` asks for pictures; the result files are not touched."""
+    run_dir = Path(run_dir)
+    if not config.get("plots") or (run_dir / CURVES_FILE).exists():
+        return
+    try:
+        result = results.load_result(run_dir)
+    except results.ResultsError as err:
+        print(f"warning: {run_dir / CURVES_FILE} not drawn ({err})", file=sys.stderr)
+        return
+    tracking.write_curves(run_dir, result.summary, result.traces)
+
+
+def write_comparison_figure(run_dir: Path, members: list[str]) -> Path | None:
+    """Draw the members' results of a comparison (``<run_dir>/<member>/``) on the same panels into
+    ``<run_dir>/comparison.png`` (``pictures.write_overlay``, atomically); return its path. As for a result's
+    ``curves.png``, a picture that cannot be drawn is a warning on stderr and None."""
+    from sketchbo.cli import pictures, plots  # lazy: matplotlib is imported only by runs that draw
+
+    path = Path(run_dir) / COMPARISON_FIGURE
+    try:
+        drawn = [results.load_result(Path(run_dir) / m) for m in members]
+        first = drawn[0]
+        title = (f"{', '.join(plots.result_label(r) for r in drawn)} on {first.problem}: T = {first.T}, "
+                 f"{pictures.seeds_text(first.summary.get('seeds') or [])}\n{pictures.BAND_NOTE}")
+        return pictures.write_overlay(path, drawn, title)
+    except Exception as err:  # noqa: BLE001 (as tracking.write_curves: the results must not be lost)
+        print(f"warning: {path} not drawn ({type(err).__name__}: {err})", file=sys.stderr)
+        return None
+
+
 def write_comparison(run_dir: Path, T: int, n_seeds: int, members: list[str], summaries: list[dict]) -> None:
     """Write a comparison's ``<run_dir>/comparison.json`` (its members' rows of the comparison table) from
     the members' summaries, in order, unless an identical one is already there."""
@@ -163,6 +222,7 @@ def _check_continuous(name: str, problem, config: dict) -> None:
                          "Matérn-5/2 ARD kernel; use kernel=problem_default")
 
 
-__all__ = ["ADDED_KEYS", "CHECKPOINT_FILE", "RUNTIME_KEYS", "build_problem", "checkpoint_args", "completed",
-           "hyperparameters", "kernel_override", "load_spec", "remove_checkpoint", "run_job", "stored_result", "uniform_gap",
-           "write_comparison"]
+__all__ = ["ADDED_KEYS", "BOX_PROBLEMS", "CHECKPOINT_FILE", "COMPARISON_FIGURE", "RUNTIME_KEYS", "build_problem",
+           "check_domains", "check_hyperparameters", "checkpoint_args", "completed", "ensure_curves", "hyperparameters",
+           "kernel_override", "load_spec", "remove_checkpoint", "run_job", "stored_result", "uniform_gap",
+           "write_comparison", "write_comparison_figure"]

@@ -7,14 +7,18 @@ redrawn without recomputing anything.
 
 Per-step curves of a result (arrays of shape (n_seeds, T), step t = 1..T):
 
-* :func:`cumulative_regret` R_t = Σ_{s ≤ t} (f* − f(x_s)) on the noiseless f;
-* :func:`regret_ratio` R_t / R_t^unif with R_t^unif = t·(f* − mean f); the gap f* − mean f is read
+* `cumulative_regret` R_t = Σ_{s ≤ t} (f* − f(x_s)) on the noiseless f;
+* `regret_ratio` R_t / R_t^unif with R_t^unif = t·(f* − mean f); the gap f* − mean f is read
   back from ``summary.json`` as R_T / (T · ratio_T), so no problem has to be loaded;
-* :func:`batch_size` the size of the batch (round) that step t belongs to;
-* :func:`dict_size` the dictionary size used by the selection at step t;
-* :func:`cumulative_time` the wall time spent up to step t, per seed (see there).
+* `batch_size` the size of the batch (round) that step t belongs to;
+* `dict_size` the dictionary size used by the selection at step t;
+* `cumulative_time` the wall time spent up to step t, per seed (see there).
 
 Figures are written with matplotlib's Agg backend (no display needed), as PNG and PDF, atomically.
+
+The pictures of one's own runs (a result's ``curves.png``, a comparison's ``comparison.png``) are drawn by
+[`sketchbo.cli.pictures`][sketchbo.cli.pictures] from these curves, and the command ``sketchbo-plot`` is
+[`sketchbo.cli.overlay`][sketchbo.cli.overlay].
 """
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ import numpy as np
 from sketchbo.cli import tracking
 from sketchbo.engine.result import seed_time_factor
 from sketchbo.cli.results import (  # noqa: F401  (re-exported: the plot scripts read results through plots)
-    RecordedResult, Result, ResultsError, SLICE_FREE_KEYS, consecutive, join_seed_slices, joined_result, load_npz, load_result, load_results, pick, problems_of, seed_chain, seed_span, slice_identity,
+    RecordedResult, Result, ResultsError, SLICE_FREE_KEYS, consecutive, join_seed_slices, joined_result, load_npz, load_result, load_results, pick, problems_of, recorded, seed_chain, seed_span, slice_identity,
 )
 
 # Display names and colours of the algorithms (the poster's names).
@@ -87,7 +91,7 @@ def steps(result: Result) -> np.ndarray:
 
 
 def cumulative_regret(result: Result) -> np.ndarray:
-    """R_t per seed, (n_seeds, T); of a regret record's result, at its recorded steps (:func:`steps`)."""
+    """R_t per seed, (n_seeds, T); of a regret record's result, at its recorded steps (`steps`)."""
     if isinstance(result, RecordedResult):
         return result.regret
     return np.cumsum(np.asarray(result.traces["instant_regret"], dtype=np.float64), axis=1)
@@ -108,6 +112,7 @@ def regret_ratio(result: Result) -> np.ndarray:
     return cumulative_regret(result) / (steps(result) * uniform_gap(result))[None, :]
 
 
+@recorded
 def batch_size(result: Result) -> np.ndarray:
     """Size of the batch containing step t, per seed, (n_seeds, T)."""
     batch = np.asarray(result.traces["batch_index"]).astype(np.int64)
@@ -117,6 +122,7 @@ def batch_size(result: Result) -> np.ndarray:
     return out
 
 
+@recorded
 def dict_size(result: Result) -> np.ndarray:
     """Dictionary size used by the selection at step t, per seed, (n_seeds, T)."""
     return np.asarray(result.traces["dict_size"]).astype(np.int64)
@@ -138,6 +144,7 @@ def time_scale(result: Result) -> float:
                             result.summary.get("elements_per_device", result.n_seeds))
 
 
+@recorded
 def cumulative_time(result: Result) -> np.ndarray:
     """Wall time (s) spent up to step t, per seed, (n_seeds, T); compilation excluded.
 
@@ -146,7 +153,7 @@ def cumulative_time(result: Result) -> np.ndarray:
     seed. Step t of seed i lies in round ``batch_index[i, t]``, so the time up to t is the sum of the
     round times of the rounds ≤ that round. When the seeds ran one after another (``lax.map``, the
     default on CPU) a round's time is the sum over the seeds each device ran, and it is divided by their
-    number (:func:`time_scale`): the curve is the time of one seed, as in the papers' plots. With ``vmap``
+    number (`time_scale`): the curve is the time of one seed, as in the papers' plots. With ``vmap``
     (seeds together, on accelerators) it is the time of the whole job. The spread over seeds only comes from their different batch schedules.
     """
     if result.parts:  # joined seed slices: each part's own rounds
@@ -159,12 +166,12 @@ def cumulative_time(result: Result) -> np.ndarray:
 
 
 def time_up_to(result: Result, t: int) -> float:
-    """One seed's wall time (s) up to step t, mean over seeds (:func:`cumulative_time`); compilation excluded."""
+    """One seed's wall time (s) up to step t, mean over seeds (`cumulative_time`); compilation excluded."""
     return float(np.mean(cumulative_time(result)[:, t - 1]))
 
 
 def run_time(result: Result) -> float:
-    """Wall time (s) of the whole run for one seed (see :func:`cumulative_time`); compilation excluded. Of
+    """Wall time (s) of the whole run for one seed (see `cumulative_time`); compilation excluded. Of
     joined seed slices: the parts' times weighted by their seed counts. A regret record's result: the time
     recorded with it."""
     if isinstance(result, RecordedResult):
@@ -234,7 +241,7 @@ def regret_panels(axes, problems, results, methods) -> dict:
 
 
 def panel_title(problem: str, shown) -> str:
-    """``problem`` with the :func:`seeds_note` of its panel's results; past 50 characters the exceptions go on a
+    """``problem`` with the `seeds_note` of its panel's results; past 50 characters the exceptions go on a
     second line, so that the title does not run into the next panel's."""
     title = f"{problem} ({seeds_note(shown)})"
     return title.replace("; ", ";\n", 1) if len(title) > 50 else title
@@ -314,7 +321,7 @@ def add_also(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def also_results(args, hint: str = "") -> list[Result]:
-    """Every complete result of the result sets given by ``--also`` (:func:`add_also`)."""
+    """Every complete result of the result sets given by ``--also`` (`add_also`)."""
     return [r for directory in args.also for r in load_results(directory, hint)]
 
 
@@ -325,7 +332,7 @@ def methods_figure(argv, doc: str, name: str, hint: str, methods, panels_of=None
     """A plot script's ``main``: one panel of cumulative regret per problem on which any of ``panels_of``
     (default: ``methods``) ran in ``--results``, every one of ``methods`` found there or in the result sets
     given by ``--also`` (repeatable: runs another figure already made, e.g. GSSBO from Fig. 2's), laid out by
-    :func:`panel_rows`; ``doc``'s first line is the description."""
+    `panel_rows`; ``doc``'s first line is the description."""
     parser = add_also(figure_parser(doc.splitlines()[0], "directory holding the runs (searched recursively)"))
     args = parser.parse_args(argv)
     own = load_results(args.results, hint)
@@ -383,11 +390,8 @@ def print_table(rows: list[dict], text: str, json_path=None) -> None:
         print(f"wrote {json_path}")
 
 
-__all__ = [
-    "Result", "ResultsError", "LABELS", "COLORS", "load_result", "load_results", "join_seed_slices", "pick", "problems_of",
-    "cumulative_regret", "uniform_gap", "regret_ratio", "batch_size", "dict_size", "cumulative_time",
-    "run_time", "time_up_to", "number", "print_table", "result_label", "mean_std", "thin", "pyplot", "band", "regret_panels",
-    "seeds_note", "save_figure", "add_also",
-    "also_results", "methods_figure", "panel_rows", "figure_parser",
-    "script_main",
-]
+__all__ = ["Result", "ResultsError", "LABELS", "COLORS", "load_result", "load_results", "join_seed_slices", "pick",
+           "problems_of", "cumulative_regret", "uniform_gap", "regret_ratio", "batch_size", "dict_size",
+           "cumulative_time", "run_time", "time_up_to", "number", "print_table", "result_label", "mean_std", "thin",
+           "pyplot", "band", "regret_panels", "seeds_note", "save_figure", "add_also", "also_results",
+           "methods_figure", "panel_rows", "figure_parser", "script_main"]

@@ -2,12 +2,13 @@
 
 Part of the experiment system (with ``plots``, ``tracking`` and ``jobs``): it reads what runs wrote
 (``summary.json`` and ``traces.npz`` of every result directory, docs/guide.md#outputs) and joins runs of one
-config on disjoint seeds into one result. A regret record (:func:`write_record`) is a small JSON file that keeps
+config on disjoint seeds into one result. A regret record (`write_record`) is a small JSON file that keeps
 each result's summary and R_t at 101 steps, so that a figure of regret curves can be committed with the
 numbers it was drawn from and redrawn without the result directories.
 """
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import zipfile
@@ -26,12 +27,21 @@ class ResultsError(Exception):
 
 @dataclass
 class Result:
-    """One result directory: its ``summary.json`` and the arrays of its ``traces.npz``."""
+    """One result directory: its ``summary.json`` and the arrays of its ``traces.npz``.
+
+    Attributes:
+        path: the result's directory (of joined seed slices: the first slice's).
+        summary: the content of its ``summary.json``.
+        traces: the arrays of its ``traces.npz`` by name: those of ``TRACE_KEYS``, each (n_seeds, T), and
+            ``round_time_s`` (one entry per round).
+        parts: the results of the disjoint seed slices this one joins (`join_seed_slices`); () when it is one
+            run.
+    """
 
     path: Path
     summary: dict
     traces: dict
-    parts: tuple = ()  # the results of disjoint seed slices this one joins (:func:`join_seed_slices`); () when one run
+    parts: tuple = ()  # the results of disjoint seed slices this one joins (`join_seed_slices`); () when one run
 
     @property
     def algorithm(self) -> str:
@@ -77,8 +87,8 @@ def load_result(run_dir) -> Result:
 
 def load_results(root, hint: str = "") -> list[Result]:
     """Every complete result under ``root`` (each directory holding a ``summary.json``), sorted by path, with
-    runs of one configuration on disjoint seeds joined into one result (:func:`join_seed_slices`); when
-    ``root`` is a file, the results of that regret record (:func:`load_record`).
+    runs of one configuration on disjoint seeds joined into one result (`join_seed_slices`); when
+    ``root`` is a file, the results of that regret record (`load_record`).
 
     A result whose ``traces.npz`` is missing or unreadable is an error (the run that wrote it did not
     finish; re-running its command completes it). ResultsError when ``root`` holds no result at all;
@@ -103,7 +113,7 @@ SLICE_FREE_KEYS = ("seed", "n_seeds", "experiment", *tracking.RUNTIME_KEYS)
 
 def slice_identity(result: Result) -> str | None:
     """What runs must share to be joined: algorithm, problem, T, device, dtype and the config without
-    :data:`SLICE_FREE_KEYS`; None for a result that cannot be joined (no ``config``/``seeds`` recorded)."""
+    `SLICE_FREE_KEYS`; None for a result that cannot be joined (no ``config``/``seeds`` recorded)."""
     config, seeds = result.summary.get("config"), result.summary.get("seeds")
     if not isinstance(config, dict) or not isinstance(seeds, list):
         return None
@@ -117,8 +127,8 @@ def join_seed_slices(results) -> list[Result]:
     n_seeds=3`` and ``seed=3 n_seeds=7``: seeds 0-9). A seed's trajectory is a function of its seed (the
     conformance suite checks, bit for bit over short runs, that a seed run alone or among others makes the same
     queries), so the joined result is a run of all its seeds. Runs whose seeds are pairwise disjoint are joined
-    all; when some overlap, the chain of consecutive runs from the first seed (:func:`seed_chain`, the runs
-    ``scripts/reproduce.py`` counts as complete) is joined and the others are left as they are (:func:`pick`
+    all; when some overlap, the chain of consecutive runs from the first seed (`seed_chain`, the runs
+    ``scripts/reproduce.py`` counts as complete) is joined and the others are left as they are (`pick`
     takes the result with the most seeds). Joined results are named on stderr."""
     groups: dict[str, list[Result]] = {}
     out = []
@@ -177,7 +187,7 @@ def seed_span(seeds) -> str:
 def joined_result(parts: list[Result]) -> Result:
     """One result of ``parts`` (same configuration, disjoint seeds, in order): per-seed traces and summary
     lists concatenated; ``wall_time_s`` and ``compile_time_s`` summed over the jobs; round times stay with
-    each part (:func:`run_time`, :func:`cumulative_time`). Its path is the first part's."""
+    each part (`run_time`, `cumulative_time`). Its path is the first part's."""
     first = parts[0].summary
     n_seeds = sum(p.n_seeds for p in parts)
     summary = dict(first, n_seeds=n_seeds, seeds=[s for p in parts for s in p.summary["seeds"]],
@@ -247,11 +257,41 @@ class RecordedTraces(dict):
 
 @dataclass
 class RecordedResult(Result):
-    """A result as a regret record keeps it (:func:`write_record`): its summary (without the config), the
-    cumulative regret of every seed at the recorded steps and one seed's execution time; no traces."""
+    """A result as a regret record keeps it (`write_record`): its summary (without the config), the
+    cumulative regret of every seed at the recorded steps and one seed's execution time; no traces.
+
+    Attributes:
+        path: the result's first directory as the record names it (``paths`` of its entry).
+        summary: the result's entry in the record but ``t`` and ``regret``: its ``summary.json`` without the
+            config, with its directories, the date it was written and one seed's execution time
+            (``exec_s_per_seed``).
+        traces: none: asking for a trace is a ResultsError that says so (`RecordedTraces`).
+        parts: () (the entry is one result, its seed slices joined when it was recorded).
+        t: (K,) the recorded steps, 1 and T among them.
+        regret: (n_seeds, K) R_t per seed at the steps ``t``.
+        curves: further per-seed curves the record kept at the steps ``t``, each (n_seeds, K), by the name
+            of the plots function that computes it (``batch_size``, ``dict_size``, ``cumulative_time``).
+    """
 
     t: np.ndarray | None = None  # (K,) the recorded steps, 1 and T among them
     regret: np.ndarray | None = None  # (n_seeds, K) R_t per seed at the steps t
+    curves: dict | None = None  # name -> (n_seeds, K) at the steps t
+
+    def curve(self, name: str) -> np.ndarray:
+        """The recorded curve ``name``, (n_seeds, K); ResultsError when the record did not keep it."""
+        if not self.curves or name not in self.curves:
+            raise ResultsError(f"the regret record of {self.algorithm} on {self.problem} keeps no {name!r} curve "
+                               f"(kept: {sorted(self.curves or {})}); record it with scripts/record_regret.py --curves")
+        return self.curves[name]
+
+
+def recorded(fn):
+    """Decorate a curve function of the plots (result → (n_seeds, T)) so that, of a regret record's result, it
+    returns the curve of the same name the record kept at its steps (`RecordedResult.curve`)."""
+    @functools.wraps(fn)
+    def curve(result):
+        return result.curve(fn.__name__) if isinstance(result, RecordedResult) else fn(result)
+    return curve
 
 
 def record_steps(T: int, points: int = RECORD_POINTS) -> np.ndarray:
@@ -260,13 +300,17 @@ def record_steps(T: int, points: int = RECORD_POINTS) -> np.ndarray:
     return np.unique(np.concatenate([[1], np.maximum(spaced, 1)]))
 
 
-def record_entry(result: Result, regret: np.ndarray, exec_s_per_seed: float, points: int = RECORD_POINTS) -> dict:
+def record_entry(result: Result, regret: np.ndarray, exec_s_per_seed: float, points: int = RECORD_POINTS,
+                 curves: dict | None = None) -> dict:
     """A result's entry in a regret record: what ``summary.json`` says of it, without the config; its
     directories, the UTC date its last summary was written, one seed's execution time, and ``regret``, R_t
-    per seed, (n_seeds, T) (``plots.cumulative_regret``), kept at the steps ``t`` (:func:`record_steps`) to 6
-    significant digits (R_T itself is kept exactly in ``cumulative_regret``). The directories are named
-    relative to the working directory when below it."""
+    per seed, (n_seeds, T) (``plots.cumulative_regret``), kept at the steps ``t`` (`record_steps`) to 6
+    significant digits (R_T itself is kept exactly in ``cumulative_regret``), and the further per-seed
+    ``curves`` given ({name: (n_seeds, T)}) at the same steps. The directories are named relative to the
+    working directory when below it."""
     t = record_steps(result.T, points)
+    kept = {name: [[float(f"{v:.6g}") for v in row] for row in np.asarray(c)[:, t - 1]]
+            for name, c in (curves or {}).items()}
     parts = result.parts or (result,)
     written = max((Path(p.path) / "summary.json").stat().st_mtime for p in parts)
     summary = {key: value for key, value in result.summary.items() if key not in ("config", "capacity_events")}
@@ -277,6 +321,7 @@ def record_entry(result: Result, regret: np.ndarray, exec_s_per_seed: float, poi
         "exec_s_per_seed": float(exec_s_per_seed),
         "t": t.tolist(),
         "regret": [[float(f"{v:.6g}") for v in row] for row in regret[:, t - 1]],
+        **({"curves": kept} if kept else {}),
     }
 
 
@@ -306,7 +351,7 @@ def read_record(path) -> list[dict]:
 
 def write_record(path, entries: list[dict]) -> list[dict]:
     """Add ``entries`` to the regret record ``path`` (created if absent), each replacing the entry of the same
-    job (:func:`record_key`) already there; written whole, atomically, one entry a line. Returns the record's
+    job (`record_key`) already there; written whole, atomically, one entry a line. Returns the record's
     entries."""
     path = Path(path)
     new = {record_key(e): e for e in entries}
@@ -324,12 +369,14 @@ def load_record(path) -> list[RecordedResult]:
         try:
             t = np.asarray(entry["t"], dtype=np.int64)
             regret = np.asarray(entry["regret"], dtype=np.float64)
-            summary = {key: value for key, value in entry.items() if key not in ("t", "regret")}
+            summary = {key: value for key, value in entry.items() if key not in ("t", "regret", "curves")}
+            curves = {name: np.asarray(c, dtype=np.float64) for name, c in entry.get("curves", {}).items()}
             ok = regret.shape == (int(entry["n_seeds"]), t.size) and t[-1] == int(entry["T"])
         except (KeyError, TypeError, ValueError) as err:
             raise ResultsError(f"broken entry in regret record {path} ({type(err).__name__}: {err})") from err
         if not ok:
             raise ResultsError(f"broken entry in regret record {path}: {entry['algorithm']} on {entry['problem']} "
                                f"has R_t of shape {regret.shape} for {entry['n_seeds']} seeds and steps up to {t[-1]}")
-        out.append(RecordedResult(Path(entry["paths"][0]), summary, RecordedTraces(), t=t, regret=regret))
+        out.append(RecordedResult(Path(entry["paths"][0]), summary, RecordedTraces(), t=t, regret=regret,
+                                  curves=curves))
     return out

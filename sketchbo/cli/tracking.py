@@ -8,21 +8,25 @@ Every run directory gets
   the process could use (``cpu_cores``), the resolved config and the runner's capacity events;
 * ``traces.npz``: per-seed, per-step arrays ``query``, ``reward``, ``instant_regret``,
   ``batch_index``, ``dict_size`` of shape (n_seeds, T), and ``round_time_s`` (one entry per round);
-  continuous-domain runs add ``x`` (n_seeds, T, d), the queried points.
+  continuous-domain runs add ``x`` (n_seeds, T, d), the queried points;
+* ``curves.png`` (when the config's ``plots`` is true, as ``sketchbo-run``'s is by default): the picture of the
+  result's regret, batch-size and dictionary-size curves over its seeds (``pictures.write_run_figure``).
 
 Files are written atomically (temporary file in the same directory, fsync, ``os.replace``), so a
 reader never sees a half-written result, and ``traces.npz`` before ``summary.json``: a run directory
 whose ``summary.json`` and ``traces.npz`` load and whose stored config equals the current one holds a
 complete result (``load_complete``), which a re-run skips. Plot scripts read these files only.
 
-W&B (``log_wandb``): one W&B run per seed with the per-round metrics of its traces, logged after
-``traces.npz`` and before ``summary.json``. This module is the only one that imports wandb, and only
-inside ``log_wandb``, so runs without the W&B logger never import it.
+W&B (``log_wandb``): one W&B run per seed with the per-round metrics of its traces and the picture
+``curves.png`` as an image, logged after ``traces.npz`` and ``curves.png`` and before ``summary.json``. This
+module is the only one that imports wandb, and only inside ``log_wandb``, so runs without the W&B logger never
+import it.
 """
 from __future__ import annotations
 
 import json
 import os
+import sys
 import zipfile
 from pathlib import Path
 
@@ -37,8 +41,9 @@ from sketchbo.engine.run import usable_cores
 TRACE_KEYS = ("query", "reward", "instant_regret", "batch_index", "dict_size")
 # Config keys that do not change a result: a stored result whose config differs only here is complete.
 RUNTIME_KEYS = ("progress", "logger", "problem.data_dir", "problem.download", "compile_cache", "devices",
-                "checkpoint_every")
+                "checkpoint_every", "plots")
 PER_SEED_KEYS = ("cumulative_regret", "regret_ratio", "n_batches", "max_batch_size", "max_dict_size")
+CURVES_FILE = "curves.png"  # a result's picture beside its summary.json (pictures.write_run_figure)
 
 
 def summary_of(result, config: dict) -> dict:
@@ -96,26 +101,43 @@ def write_results(run_dir, result, config: dict, uniform_gap: float | None = Non
                   config_text: str | None = None) -> dict:
     """Write the result files of ``result`` into ``run_dir``, ``summary.json`` last; return the summary.
 
-    Order: a ``summary.json`` already there is removed (so that a ``summary.json`` always belongs to
-    the files beside it), then ``config.yaml`` (``config_text``, the resolved config as YAML, when
-    given), ``traces.npz``, the W&B runs when ``config["logger"]["name"]`` is ``wandb`` (see
-    ``log_wandb``; ``uniform_gap`` = f* - mean f gives the per-round regret ratio), and
-    ``summary.json``. A result with a ``summary.json`` is therefore complete, logged included.
-    Temporary files that an earlier, killed write left in ``run_dir`` are deleted first.
+    Order: a ``summary.json`` and a ``curves.png`` already there are removed (so that they always belong
+    to the files beside them), then ``config.yaml`` (``config_text``, the resolved config as YAML, when
+    given), ``traces.npz``, ``curves.png`` when ``config["plots"]`` is true (`write_curves`), the W&B
+    runs when ``config["logger"]["name"]`` is ``wandb`` (see ``log_wandb``; ``uniform_gap`` = f* - mean f
+    gives the per-round regret ratio), and ``summary.json``. A result with a ``summary.json`` is therefore
+    complete, logged included. Temporary files that an earlier, killed write left in ``run_dir`` are
+    deleted first.
     """
     run_dir = Path(run_dir)
     arrays = trace_arrays(result)
     summary = summary_of(result, config)
     remove_temporaries(run_dir)  # of an earlier write killed half-way
     (run_dir / "summary.json").unlink(missing_ok=True)
+    (run_dir / CURVES_FILE).unlink(missing_ok=True)
     if config_text is not None:
         atomic_write_text(run_dir / "config.yaml", config_text)
     atomic_savez(run_dir / "traces.npz", **arrays)
+    picture = write_curves(run_dir, summary, arrays) if config.get("plots") else None
     logger = config.get("logger") or {}
     if logger.get("name") == "wandb":
-        log_wandb(summary, arrays, logger, run_dir, uniform_gap)
+        log_wandb(summary, arrays, logger, run_dir, uniform_gap, picture=picture)
     atomic_write_json(run_dir / "summary.json", summary)
     return summary
+
+
+def write_curves(run_dir, summary: dict, traces: dict) -> Path | None:
+    """Draw ``<run_dir>/curves.png`` from a result's summary and traces (``pictures.write_run_figure``, written
+    atomically) and return its path. A picture that cannot be drawn is a warning on stderr and None, not an
+    error: the result files stand without it, and ``sketchbo-plot`` can draw them later."""
+    from sketchbo.cli import pictures  # lazy: matplotlib is imported only by runs that draw
+
+    path = Path(run_dir) / CURVES_FILE
+    try:
+        return pictures.write_run_figure(path, summary, traces)
+    except Exception as err:  # noqa: BLE001 (matplotlib's errors have no common base; the result must not be lost)
+        print(f"warning: {path} not drawn ({type(err).__name__}: {err})", file=sys.stderr)
+        return None
 
 
 # ------------------------------------------------------------------------------------- completeness
@@ -222,15 +244,17 @@ def check_online_credentials() -> None:
                            "later with `wandb sync`")
 
 
-def log_wandb(summary: dict, traces: dict, logger: dict, run_dir, uniform_gap: float | None = None) -> list[str]:
+def log_wandb(summary: dict, traces: dict, logger: dict, run_dir, uniform_gap: float | None = None,
+              picture=None) -> list[str]:
     """Log every seed of a result as its own W&B run; return the runs' local directories.
 
     ``logger`` is the resolved ``sketchbo/cli/configs/logger/wandb.yaml``: ``mode`` (offline | online | disabled),
     ``project``, ``entity``, ``group``, ``dir`` (null = ``$WANDB_DIR`` if set, else ``run_dir``) and
     ``tags``. Run name ``<algorithm>-seed<seed>``; config = the resolved config with ``seed`` set to the
-    run's seed; history = ``round_metrics`` with the round as step; summary = the seed's end-of-run
-    numbers. Offline mode writes ``<dir>/wandb/offline-run-*`` and never uses the network; ``disabled``
-    logs nothing and does not import wandb.
+    run's seed; history = ``round_metrics`` with the round as step, and with the last round the image
+    ``picture`` (the result's ``curves.png``, all its seeds) as ``curves`` when given; summary = the seed's
+    end-of-run numbers. Offline mode writes ``<dir>/wandb/offline-run-*`` and never uses the network;
+    ``disabled`` logs nothing and does not import wandb.
     """
     mode = str(logger.get("mode") or "offline")
     if mode not in WANDB_MODES:
@@ -256,7 +280,10 @@ def log_wandb(summary: dict, traces: dict, logger: dict, run_dir, uniform_gap: f
                 notes=notes, config={**config, "seed": int(seed), "seed_index": i}, dir=str(root),
                 mode=mode, reinit="create_new", settings=settings)
             with run:
-                for row in round_metrics(traces, i, uniform_gap):
+                rows = round_metrics(traces, i, uniform_gap)
+                for k, row in enumerate(rows):
+                    if picture is not None and k == len(rows) - 1:
+                        row = {**row, "curves": wandb.Image(str(picture), caption=curves_caption(summary))}
                     run.log(row, step=row["round"])
                 run.summary.update({key: summary[key][i] for key in PER_SEED_KEYS})
                 run.summary.update({key: summary[key] for key in ("problem", "T", "wall_time_s", "compile_time_s")})
@@ -264,6 +291,13 @@ def log_wandb(summary: dict, traces: dict, logger: dict, run_dir, uniform_gap: f
         except Exception as err:  # wandb's own errors have no common public base class
             raise LoggingError(f"W&B logging failed (logger.mode={mode}): {type(err).__name__}: {err}") from err
     return dirs
+
+
+def curves_caption(summary: dict) -> str:
+    """The W&B caption of a result's picture: what it shows, of which run."""
+    return (f"{summary['algorithm']} on {summary['problem']}, T = {summary['T']}, {summary['n_seeds']} seeds: "
+            "cumulative regret, batch size and dictionary size against t (median over seeds, band: lowest to "
+            "highest seed)")
 
 
 def table_row(summary: dict) -> dict:

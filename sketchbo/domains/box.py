@@ -144,13 +144,14 @@ def setup(run: RunSpec, jdt) -> Setup:
                  collect=collect, check=lambda carry: check_feedback(p, carry, run.seeds), waits=True)
 
 
-FACE_TOL = acquisition.FACE_TOL  # a coordinate this close to 0 or 1 (unit-cube coordinates) lies on a face
+FACE_TOL = acquisition.FACE_TOL
+"""A coordinate this close to 0 or 1 (unit-cube coordinates) lies on a face ([`on_face`][])."""
 
 
 def on_face(x) -> np.ndarray:
-    """(n_seeds, T) bool: the query has a coordinate on a face of the box (within :data:`FACE_TOL`). An
-    acquisition maximiser whose queries sit on faces far more often than the objective's optimum does is
-    chasing the variance at the box's boundary (docs/reproductions.md#box-gp-core)."""
+    """(n_seeds, T) bool: the query has a coordinate on a face of the box (within [`FACE_TOL`][]). An acquisition
+    maximiser whose queries sit on faces far more often than the objective's optimum does is chasing the variance at the
+    box's boundary (docs/reproductions.md#box-gp-core)."""
     return np.asarray(acquisition.on_face(jnp.asarray(x)))
 
 
@@ -182,4 +183,5 @@ __all__ = ["BOTraces", "FACE_TOL", "check_feedback", "check_space", "initial_cap
            "Buffer", "check_options", "resolve_hyperparameters", "setup", "static_config"]
 
 
-DOMAIN = register_domain(Domain("box", check_space, check_options, setup))  # the engine's box domain
+DOMAIN = register_domain(Domain("box", check_space, check_options, setup))
+"""The engine's box domain."""

@@ -19,26 +19,45 @@ from sketchbo.problems.continuous import ContinuousProblem, value
 
 
 class BOTraces(NamedTuple):
-    """Per-seed run buffers carried through the rounds."""
+    """Per-seed run buffers carried through the rounds.
 
-    x: jax.Array  # (T, d) query of each step in [0, 1]^d
-    reward: jax.Array  # (T,) observed reward -f(x) + xi N(0, 1)
-    regret: jax.Array  # (T,) f(x) - f_min (noiseless)
-    row: jax.Array  # (T,) int32 row of D the query went into
-    batch_index: jax.Array  # (T,) int32 round of each step
-    dict_size: jax.Array  # (T,) int32 rows of the model used to choose the query
-    ucb: jax.Array  # (T,) UCB value of the query under the model that chose it (RoundInfo.ucb); NaN: initial design
-    planned_ucb: jax.Array  # () UCB value of the query the last round planned (NaN before the first fit)
-    rounds: jax.Array  # () int32 rounds executed
-    info: dict = {}  # {name: (T,)} the fields of the algorithm's step info beyond the core report (own_fields)
+    Attributes:
+        x: `(T, d)` query of each step in [0, 1]^d
+        reward: `(T,)` observed reward -f(x) + xi N(0, 1)
+        regret: `(T,)` f(x) - f_min (noiseless)
+        row: `(T,)` int32 row of D the query went into
+        batch_index: `(T,)` int32 round of each step
+        dict_size: `(T,)` int32 rows of the model used to choose the query
+        ucb: `(T,)` UCB value of the query under the model that chose it (RoundInfo.ucb); NaN: initial design
+        planned_ucb: `()` UCB value of the query the last round planned (NaN before the first fit)
+        rounds: `()` int32 rounds executed
+        info: {name: (T,)} the fields of the algorithm's step info beyond the core report (own_fields)
+    """
+
+    x: jax.Array
+    reward: jax.Array
+    regret: jax.Array
+    row: jax.Array
+    batch_index: jax.Array
+    dict_size: jax.Array
+    ucb: jax.Array
+    planned_ucb: jax.Array
+    rounds: jax.Array
+    info: dict = {}
 
 
 class Buffer(NamedTuple):
-    """The sample buffer of a box algorithm that grows it (``AlgorithmSpec.hooks.buffer_rows``)."""
+    """The sample buffer of a box algorithm that grows it (``AlgorithmSpec.hooks.buffer_rows``).
 
-    rows: object  # state -> () int32 rows in use
-    n0: int  # rows the initial design adds
-    cap: int  # rows it holds at this capacity
+    Attributes:
+        rows: state -> () int32 rows in use
+        n0: rows the initial design adds
+        cap: rows it holds at this capacity
+    """
+
+    rows: object
+    n0: int
+    cap: int
 
 
 def make_round(alg, problem: ContinuousProblem, T: int, buffer: Buffer | None, merged: bool = False):
@@ -87,9 +106,9 @@ def make_round(alg, problem: ContinuousProblem, T: int, buffer: Buffer | None, m
 
 def make_program(alg, problem: ContinuousProblem, T: int, seed_axis: str, rounds_per_call: int,
                  n_devices: int = 1, buffer: Buffer | None = None, merged: bool = False):
-    """(init_fn, chunk_fn) jitted over stacked elements (``engine.program.jitted``): ``init_fn(seeds, (params,
-    xi), ())``, ``chunk_fn(seeds, carry, noise, (params, xi), ())``; each element's keys derive from its seed
-    (``engine.program.seed_keys``). ``buffer``, ``merged``: :func:`make_round`'s."""
+    """(init_fn, chunk_fn) jitted over stacked elements (``engine.program.jitted``):
+    ``init_fn(seeds, (params, xi), ())``, ``chunk_fn(seeds, carry, noise, (params, xi), ())``; each element's keys
+    derive from its seed (``engine.program.seed_keys``). ``buffer``, ``merged``: [`make_round`][]'s."""
     d = problem.d
     round_, active = make_round(alg, problem, T, buffer, merged)
     chunk_one = chunk_of_rounds(round_, active, rounds_per_call)

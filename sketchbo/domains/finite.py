@@ -138,7 +138,7 @@ def setup(run: RunSpec, jdt) -> Setup:
 
 
 def _rewards(problem: Problem, query, noise, xi) -> np.ndarray:
-    """:func:`feedback` in float64 numpy on the host (Phi(x) = erfc(-x / sqrt 2) / 2)."""
+    """[`feedback`][] in float64 numpy on the host (Phi(x) = erfc(-x / sqrt 2) / 2)."""
     q = np.maximum(query, 0)
     if problem.samples is None:
         return np.asarray(problem.f)[q] + xi * noise
@@ -148,8 +148,8 @@ def _rewards(problem: Problem, query, noise, xi) -> np.ndarray:
 
 
 def _collect(spec: RunSpec, carry, noise, xi, driven, wall0, hyper) -> RunResult:
-    """The RunResult of one grid point's seeds (``carry``, ``noise`` sliced to them). The rewards are
-    recomputed here from the queries and the noise, in float64 (:func:`feedback`'s rule)."""
+    """The RunResult of one grid point's seeds (``carry``, ``noise`` sliced to them). The rewards are recomputed here
+    from the queries and the noise, in float64 ([`feedback`][]'s rule)."""
     _, tr = carry
     p = spec.problem
     query = np.asarray(tr.query)
@@ -171,4 +171,5 @@ __all__ = ["CHOICES", "DOMAIN", "check_options", "DEFAULT_M_MAX", "FALLBACK", "G
            "resolve_hyperparameters", "resolve_kernel", "setup"]
 
 
-DOMAIN = register_domain(Domain("arms", check_space, check_options, setup))  # the engine's finite domain
+DOMAIN = register_domain(Domain("arms", check_space, check_options, setup))
+"""The engine's finite domain."""

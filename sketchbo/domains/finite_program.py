@@ -21,18 +21,30 @@ from sketchbo.engine.rounds import capacity_request, finish_batch, select_batch
 
 
 class Traces(NamedTuple):
-    """Per-seed run buffers. A chunk reads them and writes its segments' selections in after its loop (no
-    loop carries the T-sized fields)."""
+    """Per-seed run buffers. A chunk reads them and writes its segments' selections in after its loop (no loop carries
+    the T-sized fields).
 
-    query: jax.Array  # (T,) int32 arm pulled at each step (-1 before it happens)
-    batch_index: jax.Array  # (T,) int32 round (batch) of each step
-    dict_size: jax.Array  # (T,) int32 dictionary size used by each selection
-    rounds: jax.Array  # () int32 rounds executed
-    overflow: jax.Array  # () bool, a resparsification wanted more than a capacity holds (the seed stops)
-    wanted: jax.Array  # (2,) int32 largest sizes wanted: [dictionary, unique pulled arms]
-    loop_iterations: jax.Array  # (T,) int32 fallback rounds of each in-batch step (0 where not reported)
-    batch_start: jax.Array  # () int32 step at which the open batch began
-    info: dict = {}  # {name: (T,)} the fields of the algorithm's step info beyond the core report (own_fields)
+    Attributes:
+        query: `(T,)` int32 arm pulled at each step (-1 before it happens)
+        batch_index: `(T,)` int32 round (batch) of each step
+        dict_size: `(T,)` int32 dictionary size used by each selection
+        rounds: `()` int32 rounds executed
+        overflow: `()` bool, a resparsification wanted more than a capacity holds (the seed stops)
+        wanted: `(2,)` int32 largest sizes wanted: [dictionary, unique pulled arms]
+        loop_iterations: `(T,)` int32 fallback rounds of each in-batch step (0 where not reported)
+        batch_start: `()` int32 step at which the open batch began
+        info: {name: (T,)} the fields of the algorithm's step info beyond the core report (own_fields)
+    """
+
+    query: jax.Array
+    batch_index: jax.Array
+    dict_size: jax.Array
+    rounds: jax.Array
+    overflow: jax.Array
+    wanted: jax.Array
+    loop_iterations: jax.Array
+    batch_start: jax.Array
+    info: dict = {}
 
 
 def feedback(queries, noise, f, xi, recorded):
@@ -48,25 +60,40 @@ def feedback(queries, noise, f, xi, recorded):
     return samples[q, j]
 
 
-ROUND_BUFFER = 256  # most selections of one segment (the in-batch loop's records between two writes into the traces)
+ROUND_BUFFER = 256
+"""The most selections of one segment (the in-batch loop's records between two writes into the traces)."""
 
 
 class StepRecords(NamedTuple):
-    """The selections of one segment (part of one batch), written into the traces after the chunk's loop."""
+    """The selections of one segment (part of one batch), written into the traces after the chunk's loop.
 
-    query: jax.Array  # (L,) int32 arm of each selection
-    dict_size: jax.Array  # (L,) int32 dictionary size used by each selection
-    loop_iterations: jax.Array  # (L,) int32 fallback rounds of each selection
-    n: jax.Array  # () int32 selections recorded
-    info: dict = {}  # {name: (L,)} the step info's own fields of each selection
+    Attributes:
+        query: `(L,)` int32 arm of each selection
+        dict_size: `(L,)` int32 dictionary size used by each selection
+        loop_iterations: `(L,)` int32 fallback rounds of each selection
+        n: `()` int32 selections recorded
+        info: {name: (L,)} the step info's own fields of each selection
+    """
+
+    query: jax.Array
+    dict_size: jax.Array
+    loop_iterations: jax.Array
+    n: jax.Array
+    info: dict = {}
 
 
 class Segment(NamedTuple):
-    """What one segment of a chunk emits (stacked over the chunk's segments by its scan)."""
+    """What one segment of a chunk emits (stacked over the chunk's segments by its scan).
 
-    records: StepRecords  # the segment's selections
-    start: jax.Array  # () int32 step of its first selection
-    batch: jax.Array  # () int32 round (batch) they belong to
+    Attributes:
+        records: the segment's selections
+        start: `()` int32 step of its first selection
+        batch: `()` int32 round (batch) they belong to
+    """
+
+    records: StepRecords
+    start: jax.Array
+    batch: jax.Array
 
 
 def empty_traces(T: int, info: dict | None = None) -> Traces:
@@ -170,9 +197,10 @@ def make_chunk(alg, T: int, segments: int):
 
 def make_program(alg, T: int, seed_axis: str, rounds_per_call: int, n_devices: int = 1):
     """(init_fn, chunk_fn) jitted over stacked elements (a seed at a grid point; ``engine.program.jitted``):
-    ``init_fn(seeds, (params, xi), (arms, f, recorded))``, ``chunk_fn(seeds, carry, noise, (params, xi), (arms,
-    f, recorded))``; ``params`` is the algorithm's pytree, ``xi`` each element's noise level, and each
-    element's keys derive from its seed (``engine.program.seed_keys``). A chunk is ``rounds_per_call`` segments (:func:`make_chunk`)."""
+    ``init_fn(seeds, (params, xi), (arms, f, recorded))``,
+    ``chunk_fn(seeds, carry, noise, (params, xi), (arms, f, recorded))``; ``params`` is the algorithm's pytree, ``xi``
+    each element's noise level, and each element's keys derive from its seed (``engine.program.seed_keys``). A chunk is
+    ``rounds_per_call`` segments ([`make_chunk`][])."""
     chunk_one = make_chunk(alg, T, rounds_per_call)
 
     def init_one(keys: SeedKeys, params, arms):

@@ -29,11 +29,17 @@ from sketchbo.spec import AlgorithmSpec, Setting
 
 
 class Programs(NamedTuple):
-    """The jit-compiled halves of one static configuration."""
+    """The jit-compiled halves of one static configuration.
 
-    init: Callable  # (key, params) -> state
-    ask: Callable  # (state, key, params) -> (state, (selections buffer, n () int32))
-    tell: Callable  # (state, feedback..., key, params) -> (state, (overflow, wanted))
+    Attributes:
+        init: `(key, params)` -> state
+        ask: `(state, key, params)` -> (state, (selections buffer, n () int32))
+        tell: (state, feedback..., key, params) -> (state, (overflow, wanted))
+    """
+
+    init: Callable
+    ask: Callable
+    tell: Callable
 
 
 def _jdtype(dtype: str):
@@ -43,17 +49,29 @@ def _jdtype(dtype: str):
 # ------------------------------------------------------------------------------------ finite candidates
 
 class FiniteConfig(NamedTuple):
-    """Everything that defines a finite session besides its candidates and data (JSON-serialisable)."""
+    """Everything that defines a finite session besides its candidates and data (JSON-serialisable).
+
+    Attributes:
+        algorithm: the algorithm's name (the registry's key, or the spec's name)
+        hyper: resolved hyperparameters (delta already 1/horizon when it was None)
+        kernel: {"name": ..., **hyperparameters as floats or lists}
+        seed: the session's seed (its keys are ``jax.random.key(seed)``'s)
+        horizon: the planned number of evaluations T
+        dtype: "float64" | "float32"
+        noise_std: xi of the width; None: sqrt(lam) (the run's rule)
+        m_max: current dictionary capacity
+        u_max: current capacity of the unique pulled arms
+    """
 
     algorithm: str
-    hyper: dict  # resolved hyperparameters (delta already 1/horizon when it was None)
-    kernel: dict  # {"name": ..., **hyperparameters as floats or lists}
+    hyper: dict
+    kernel: dict
     seed: int
     horizon: int
-    dtype: str  # "float64" | "float32"
-    noise_std: float | None  # xi of the width; None: sqrt(lam) (the run's rule)
-    m_max: int  # current dictionary capacity
-    u_max: int  # current capacity of the unique pulled arms
+    dtype: str
+    noise_std: float | None
+    m_max: int
+    u_max: int
 
 
 @functools.lru_cache(maxsize=32)
@@ -176,14 +194,23 @@ class FiniteSession:
 # ---------------------------------------------------------------------------------------------- boxes
 
 class BoxConfig(NamedTuple):
-    """Everything that defines a box session besides its data (JSON-serialisable)."""
+    """Everything that defines a box session besides its data (JSON-serialisable).
+
+    Attributes:
+        algorithm: the algorithm's name (the registry's key, or the spec's name)
+        hyper: resolved hyperparameters
+        seed: the session's seed (its keys are ``jax.random.key(seed)``'s)
+        horizon: the planned number of evaluations T
+        dtype: "float64" | "float32"
+        cap: current capacity of the sample buffer D (None: the algorithm has none)
+    """
 
     algorithm: str
-    hyper: dict  # resolved hyperparameters
+    hyper: dict
     seed: int
     horizon: int
     dtype: str
-    cap: int | None  # current capacity of the sample buffer D (None: the algorithm has none)
+    cap: int | None
 
 
 @functools.lru_cache(maxsize=32)
@@ -211,8 +238,8 @@ def box_programs(spec: AlgorithmSpec, static, T: int, d: int, dtype: str) -> Pro
 
 
 class BoxSession:
-    """The device side of ask/tell on a :class:`sketchbo.Box`: queries are positions (steps) of the run, and
-    the points are chosen in the unit cube and mapped into the box."""
+    """The device side of ask/tell on a [`sketchbo.Box`][sketchbo.spaces.Box]: queries are positions (steps) of the run,
+    and the points are chosen in the unit cube and mapped into the box."""
 
     kind = "box"
 

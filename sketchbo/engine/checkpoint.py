@@ -1,10 +1,10 @@
 """Checkpoints within a run (both domains): the whole carry, the capacities it was made at, the capacity
 events and the round times, written atomically; read back only by a run of the same identity.
 
-A run's identity (:func:`run_identity`) is everything its trajectories depend on, as plain JSON: the
-algorithm, the problem (a digest of its data or a fingerprint of its objective), hyperparameters, T, seeds,
-dtype and the program's shape; the capacities a checkpoint was made at are stored beside it, so a run
-resumes at them and grows from there as usual.
+A run's identity ([`run_identity`][]) is everything its trajectories depend on, as plain JSON: the algorithm, the
+problem (a digest of its data or a fingerprint of its objective), hyperparameters, T, seeds, dtype and the program's
+shape; the capacities a checkpoint was made at are stored beside it, so a run resumes at them and grows from there as
+usual.
 """
 from __future__ import annotations
 
@@ -35,14 +35,23 @@ def run_identity(algorithm: str, problem: dict, hyperparameters, *, T: int, seed
 
 
 class Saved(NamedTuple):
-    """A checkpoint read back: the carry after ``rounds`` rounds, made at the static ``capacities``."""
+    """A checkpoint read back: the carry after ``rounds`` rounds, made at the static ``capacities``.
+
+    Attributes:
+        path: the checkpoint file
+        capacities: static buffer sizes the carry was made with, e.g. {"m_max": 64, "u_max": 512}
+        events: capacity events of the run so far (messages)
+        rounds: rounds executed (the most of any seed)
+        round_times: `(rounds,)` wall time per round so far
+        leaves: the carry's leaves (numpy), in ``jax.tree.leaves`` order
+    """
 
     path: Path
-    capacities: dict  # static buffer sizes the carry was made with, e.g. {"m_max": 64, "u_max": 512}
-    events: list  # capacity events of the run so far (messages)
-    rounds: int  # rounds executed (the most of any seed)
-    round_times: list  # (rounds,) wall time per round so far
-    leaves: list  # the carry's leaves (numpy), in ``jax.tree.leaves`` order
+    capacities: dict
+    events: list
+    rounds: int
+    round_times: list
+    leaves: list
 
 
 def digest(*arrays) -> str:

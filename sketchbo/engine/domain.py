@@ -1,10 +1,10 @@
 """What a domain (finite candidate set, box) hands the engine (docs/architecture.md#domains).
 
-The engine holds a :class:`Domain`: a NamedTuple of functions, one per spec domain (``AlgorithmSpec.domain``),
-registered by ``sketchbo.domains`` (:func:`register_domain`), so that the engine never imports a domain. It
-validates the arguments every run shares into a :class:`RunSpec`; the domain's ``setup`` turns it into a
-:class:`Setup` (its setting, feedback, program and capacities), and the one skeleton
-(``engine.prepare.prepare``) assembles the :class:`Prepared` run the host loop (``engine.host``) drives.
+The engine holds a [`Domain`][]: a NamedTuple of functions, one per spec domain (``AlgorithmSpec.domain``), registered
+by ``sketchbo.domains`` ([`register_domain`][]), so that the engine never imports a domain. It validates the arguments
+every run shares into a [`RunSpec`][]; the domain's ``setup`` turns it into a [`Setup`][] (its setting, feedback,
+program and capacities), and the one skeleton (``engine.prepare.prepare``) assembles the [`Prepared`][] run the host
+loop (``engine.host``) drives.
 """
 from __future__ import annotations
 
@@ -14,80 +14,138 @@ from sketchbo.engine import host
 
 
 class RunSpec(NamedTuple):
-    """A run validated by the engine: everything the domain needs to prepare it."""
+    """A run validated by the engine: everything the domain needs to prepare it.
 
-    algorithm: str  # the algorithm's name
-    alg: object  # its sketchbo.spec.AlgorithmSpec
-    problem: object  # the domain's benchmark, validated by the domain
+    Attributes:
+        algorithm: the algorithm's name
+        alg: its sketchbo.spec.AlgorithmSpec
+        problem: the domain's benchmark, validated by the domain
+        T: evaluations per seed
+        seeds: the seeds of one grid point
+        points: grid points [{name: value}], [{}] without a grid
+        hypers: resolved hyperparameters of each point (AlgorithmSpec.resolve)
+        dtype: "float64" | "float32"
+        seed_axis: "vmap" | "map"
+        rounds_per_call: None: the domain's default
+        n_devices: local devices the elements are sharded over
+        kernel: finite domains: a kernel override, or None for the problem's own
+        capacity: box domains: the first sample-buffer capacity, or None for the default
+    """
+
+    algorithm: str
+    alg: object
+    problem: object
     T: int
-    seeds: list  # the seeds of one grid point
-    points: list  # grid points [{name: value}], [{}] without a grid
-    hypers: list  # resolved hyperparameters of each point (AlgorithmSpec.resolve)
-    dtype: str  # "float64" | "float32"
-    seed_axis: str  # "vmap" | "map"
-    rounds_per_call: int | None  # None: the domain's default
+    seeds: list
+    points: list
+    hypers: list
+    dtype: str
+    seed_axis: str
+    rounds_per_call: int | None
     n_devices: int
-    kernel: dict | None  # finite domains: a kernel override, or None for the problem's own
-    capacity: int | None  # box domains: the first sample-buffer capacity, or None for the default
+    kernel: dict | None
+    capacity: int | None
 
 
 class Setup(NamedTuple):
-    """What a domain makes of a run: the pieces that the one skeleton (``engine.prepare``) assembles."""
+    """What a domain makes of a run: the pieces that the one skeleton (``engine.prepare``) assembles.
 
-    setting: object  # sketchbo.spec.Setting: the run's shape, for the spec's static config and capacities
-    contexts: list  # per grid point: the keyword context of AlgorithmSpec.make_params (xi, kernel)
-    xis: list  # per grid point: the noise level of the feedback (an element's second entry)
-    shared: tuple  # arrays every element reads (replicated), after (seeds, carry, noise, elements)
-    rounds_per_call: int  # rounds per compiled chunk
-    capacities: dict  # the first capacities
-    make_program: Callable  # (algorithm's functions, static, capacities) -> (init_fn, chunk_fn), jitted
-    cache_key: tuple  # what identifies the compiled program besides the spec, static and run layout
-    next_capacities: Callable  # (carry, capacities) -> (larger capacities, [messages]) or (None, [])
-    grow: Callable  # (carry, template carry of the larger program) -> the carry in the larger buffers
-    problem_identity: Callable  # () -> the problem's part of the run identity (plain JSON)
-    identity_extra: dict  # more keys of the run identity (kernel, first_capacity)
-    collect: Callable  # (g, carry, noise, driven, wall0) -> RunResult of grid point g (sliced carry/noise)
-    cpu_options: dict | None = None  # XLA compiler options of the programs on the CPU
-    check: Callable = lambda carry: None  # raises on a chunk whose feedback is unusable
-    waits: bool = False  # host.Loop.waits: a seed at a full buffer waits (True) or overflows (False)
+    Attributes:
+        setting: sketchbo.spec.Setting: the run's shape, for the spec's static config and capacities
+        contexts: per grid point: the keyword context of AlgorithmSpec.make_params (xi, kernel)
+        xis: per grid point: the noise level of the feedback (an element's second entry)
+        shared: arrays every element reads (replicated), after (seeds, carry, noise, elements)
+        rounds_per_call: rounds per compiled chunk
+        capacities: the first capacities
+        make_program: (algorithm's functions, static, capacities) -> (init_fn, chunk_fn), jitted
+        cache_key: what identifies the compiled program besides the spec, static and run layout
+        next_capacities: `(carry, capacities)` -> (larger capacities, [messages]) or (None, [])
+        grow: (carry, template carry of the larger program) -> the carry in the larger buffers
+        problem_identity: `()` -> the problem's part of the run identity (plain JSON)
+        identity_extra: more keys of the run identity (kernel, first_capacity)
+        collect: `(g, carry, noise, driven, wall0)` -> RunResult of grid point g (sliced carry/noise)
+        cpu_options: XLA compiler options of the programs on the CPU
+        check: raises on a chunk whose feedback is unusable
+        waits: host.Loop.waits: a seed at a full buffer waits (True) or overflows (False)
+    """
+
+    setting: object
+    contexts: list
+    xis: list
+    shared: tuple
+    rounds_per_call: int
+    capacities: dict
+    make_program: Callable
+    cache_key: tuple
+    next_capacities: Callable
+    grow: Callable
+    problem_identity: Callable
+    identity_extra: dict
+    collect: Callable
+    cpu_options: dict | None = None
+    check: Callable = lambda carry: None
+    waits: bool = False
 
 
 class Prepared(NamedTuple):
-    """A prepared run: the host loop's view and what the engine feeds it."""
+    """A prepared run: the host loop's view and what the engine feeds it.
+
+    Attributes:
+        domain: the host loop's view of the run (``engine.host.Loop``)
+        capacities: first static capacities
+        init_args: `(seeds (E,) int64, elements, shared)` of the init program
+        chunk_args: `(elements, shared)` after (seeds, carry, noise) in the chunk program
+        identity: `()` -> the run's identity (plain JSON) for checkpoints
+        collect: `(g, carry, noise, driven, wall0)` -> RunResult of grid point g (sliced carry/noise)
+    """
 
     domain: host.Loop
-    capacities: dict  # first static capacities
-    init_args: tuple  # (seeds (E,) int64, elements, shared) of the init program
-    chunk_args: tuple  # (elements, shared) after (seeds, carry, noise) in the chunk program
-    identity: Callable  # () -> the run's identity (plain JSON) for checkpoints
-    collect: Callable  # (g, carry, noise, driven, wall0) -> RunResult of grid point g (sliced carry/noise)
+    capacities: dict
+    init_args: tuple
+    chunk_args: tuple
+    identity: Callable
+    collect: Callable
 
 
 class CheckSpace(Protocol):
+    """The type of a domain's ``check_space``: the benchmark of a run, validated."""
+
     def __call__(self, name: str, problem) -> object:
         """The validated benchmark of the domain (ValueError naming what is wrong)."""
 
 
 class CheckOptions(Protocol):
+    """The type of a domain's ``check_options``: the run options that the domain takes, checked."""
+
     def __call__(self, spec, kernel, capacity) -> None:
         """ValueError for a run option the domain or the algorithm does not take (kernel, capacity)."""
 
 
 class SetupFn(Protocol):
+    """The type of a domain's ``setup``: its pieces of a validated run."""
+
     def __call__(self, run: RunSpec, dtype) -> Setup:
         """The domain's pieces of a validated run (``dtype``: the JAX float dtype)."""
 
 
 class Domain(NamedTuple):
-    """A domain as the engine holds it: what differs between a finite candidate set and a box."""
+    """A domain as the engine holds it: what differs between a finite candidate set and a box.
 
-    name: str  # the AlgorithmSpec.domain it serves: "arms" | "box"
+    Attributes:
+        name: the AlgorithmSpec.domain it serves: "arms" | "box"
+        check_space: validates a run's benchmark ([`CheckSpace`][])
+        check_options: rejects the run options the domain does not take ([`CheckOptions`][])
+        setup: makes the domain's pieces of a validated run ([`SetupFn`][])
+    """
+
+    name: str
     check_space: CheckSpace
     check_options: CheckOptions
     setup: SetupFn
 
 
-DOMAINS: dict[str, Domain] = {}  # filled by sketchbo.domains (register_domain)
+DOMAINS: dict[str, Domain] = {}
+"""The engine's domains by spec domain, filled by ``sketchbo.domains`` ([`register_domain`][])."""
 
 
 def register_domain(domain: Domain) -> Domain:

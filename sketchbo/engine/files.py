@@ -46,7 +46,7 @@ def check_target(path) -> Path:
 
 def atomic_write(path: Path, write) -> Path:
     """Call ``write(file)`` on a temporary file beside ``path``, fsync it, then rename it to ``path``
-    (:func:`check_target` first: only a regular file is ever replaced)."""
+    ([`check_target`][] first: only a regular file is ever replaced)."""
     path = check_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -1,14 +1,14 @@
 """The host loop of every run (docs/architecture.md#the-engine): compiled chunks of rounds, progress, per-round times,
 checkpoints and capacity growth, the same for finite arm sets and continuous boxes.
 
-The loop calls the compiled chunk until every seed has reached T. After each chunk it asks the domain
-whether a capacity must grow; if so it compiles the program at the larger capacities and **continues
-from the last completed chunk**, padded into the larger buffers (:func:`sketchbo.engine.program.padded_into`),
-never from round 0. Which chunk that is depends on how the domain's rounds meet a full buffer: a seed whose
-next round would not fit waits (boxes: ``Loop.waits``), so the chunk just done is complete; a round that
-wanted more than a buffer holds is known only after it ran (finite arms), so the chunk before it is the last
-complete one (chunks do not donate their carry) and at most one chunk is computed twice per growth step. Every few rounds (``checkpoint_every``) the carry is written atomically, with the capacities
-it was made at; a run of the same identity resumes there.
+The loop calls the compiled chunk until every seed has reached T. After each chunk it asks the domain whether a capacity
+must grow; if so it compiles the program at the larger capacities and **continues from the last completed chunk**,
+padded into the larger buffers ([`sketchbo.engine.program.padded_into`][]), never from round 0. Which chunk that is
+depends on how the domain's rounds meet a full buffer: a seed whose next round would not fit waits (boxes:
+``Loop.waits``), so the chunk just done is complete; a round that wanted more than a buffer holds is known only after it
+ran (finite arms), so the chunk before it is the last complete one (chunks do not donate their carry) and at most one
+chunk is computed twice per growth step. Every few rounds (``checkpoint_every``) the carry is written atomically, with
+the capacities it was made at; a run of the same identity resumes there.
 """
 from __future__ import annotations
 
@@ -25,34 +25,60 @@ from sketchbo.engine.progress import Progress
 
 
 class Loop(NamedTuple):
-    """What the host loop needs to know of a domain (finite arm set or box) and its algorithm."""
+    """What the host loop needs to know of a domain (finite arm set or box) and its algorithm.
 
-    label: str  # names the run in messages, e.g. "bbkb/cadata"
-    T: int  # horizon: the run ends when every seed's state.t reaches it
-    program: Callable  # (capacities) -> (init_c, chunk_c, compile_s)
-    grow: Callable  # (carry, template carry of the larger program) -> the carry in the larger buffers
-    next_capacities: Callable  # (carry, capacities) -> (larger capacities, [event messages]) or (None, [])
-    check: Callable = lambda carry: None  # raises on a chunk whose feedback is unusable (stops the run)
-    # True: a seed whose next round would not fit waits (its carry stays valid), so growth goes on from the
-    # chunk just done; False: a round that overflowed is only known after it ran, so from the chunk before
+    Attributes:
+        label: names the run in messages, e.g. "bbkb/cadata"
+        T: horizon: the run ends when every seed's state.t reaches it
+        program: `(capacities)` -> (init_c, chunk_c, compile_s)
+        grow: (carry, template carry of the larger program) -> the carry in the larger buffers
+        next_capacities: `(carry, capacities)` -> (larger capacities, [event messages]) or (None, [])
+        check: raises on a chunk whose feedback is unusable (stops the run)
+        waits: True: a seed whose next round would not fit waits (its carry stays valid), so growth goes on from the
+            chunk just done; False: a round that overflowed is only known after it ran, so from the chunk before
+    """
+
+    label: str
+    T: int
+    program: Callable
+    grow: Callable
+    next_capacities: Callable
+    check: Callable = lambda carry: None
     waits: bool = False
 
 
 class Checkpointing(NamedTuple):
+    """Where and how often the host loop writes a run's checkpoint.
+
+    Attributes:
+        path: the checkpoint file
+        every: rounds between two writes (at the first chunk boundary after them)
+        identity: run_identity of the run
+    """
+
     path: Path
-    every: int  # rounds between two writes (at the first chunk boundary after them)
-    identity: dict  # run_identity of the run
+    every: int
+    identity: dict
 
 
 class Driven(NamedTuple):
-    """What a run produced: the final carry and its bookkeeping."""
+    """What a run produced: the final carry and its bookkeeping.
 
-    carry: tuple  # (state, traces), stacked over the program's elements
-    noise: object  # (n_elements, T) standard normal draws of the observation noise
-    round_times: np.ndarray  # (rounds,) wall time per round (a chunk's time split over its rounds)
-    compile_s: float  # compilation time of every program used (growth steps included)
-    capacities: dict  # the final capacities
-    events: list  # capacity growth messages
+    Attributes:
+        carry: `(state, traces)` , stacked over the program's elements
+        noise: `(n_elements, T)` standard normal draws of the observation noise
+        round_times: `(rounds,)` wall time per round (a chunk's time split over its rounds)
+        compile_s: compilation time of every program used (growth steps included)
+        capacities: the final capacities
+        events: capacity growth messages
+    """
+
+    carry: tuple
+    noise: object
+    round_times: np.ndarray
+    compile_s: float
+    capacities: dict
+    events: list
 
 
 def _rounds(carry) -> int:

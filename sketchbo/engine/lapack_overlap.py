@@ -1,26 +1,23 @@
 """Batched LAPACK calls that the XLA CPU runtime may run at the same time — a deadlock on small machines.
 
-jaxlib's CPU LAPACK kernels (``lapack_*_ffi``: Cholesky, triangular solve, eigh, ...) split a batch of
-matrices into chunks on XLA's intra-op thread pool and block their thread until the chunks are done
-(jaxlib ``ParallelBatchMap``; in jaxlib's source, when the batch holds >= 2e5 flops and the pool has > 1
-thread). XLA's CPU runtime itself runs independent operations of a program concurrently on the same
-pool. When as many batched LAPACK calls as the pool has threads run at once, every thread waits for
-chunks that no thread is left to run: the process hangs in ``CpuPjRtRawLoadedExecutable::Execute`` with
-every worker idle. On a 2-core machine (the pool has two threads) two independent batched triangular
-solves are enough; it was seen in VecchiaBO (jax 0.10.2, jaxlib's CPU build;
-``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false`` and ``--xla_cpu_use_thunk_runtime=false`` do not avoid
-it). Whether a given call hangs depends on timing, so the programs are kept free of the pattern instead:
-every two batched LAPACK calls of a computation are ordered by a data dependence
-(``sketchbo.linalg.after`` adds one where the algebra has none). :func:`overlapping_lapack_calls` finds
-the pairs that are not in a compiled program's HLO text; ``compiled_program`` warns about them and the
-tests turn the warning into an error.
+jaxlib's CPU LAPACK kernels (``lapack_*_ffi``: Cholesky, triangular solve, eigh, ...) split a batch of matrices into
+chunks on XLA's intra-op thread pool and block their thread until the chunks are done (jaxlib ``ParallelBatchMap``; in
+jaxlib's source, when the batch holds >= 2e5 flops and the pool has > 1 thread). XLA's CPU runtime itself runs
+independent operations of a program concurrently on the same pool. When as many batched LAPACK calls as the pool has
+threads run at once, every thread waits for chunks that no thread is left to run: the process hangs in
+``CpuPjRtRawLoadedExecutable::Execute`` with every worker idle. On a 2-core machine (the pool has two threads) two
+independent batched triangular solves are enough; it was seen in VecchiaBO (jax 0.10.2, jaxlib's CPU build;
+``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false`` and ``--xla_cpu_use_thunk_runtime=false`` do not avoid it). Whether a
+given call hangs depends on timing, so the programs are kept free of the pattern instead: every two batched LAPACK calls
+of a computation are ordered by a data dependence (``sketchbo.linalg.after`` adds one where the algebra has none).
+[`overlapping_lapack_calls`][] finds the pairs that are not in a compiled program's HLO text; ``compiled_program`` warns
+about them and the tests turn the warning into an error.
 
-Several devices: a program sharded over CPU devices runs one execution per device at the same time, on the
-same pool, so with as many devices as the pool has threads a single batched LAPACK call per device is
-enough to hang. No data dependence can order the devices, so an algorithm whose element holds such a call
-(``AlgorithmSpec.batched_lapack``: VecchiaBO) runs on one CPU device (``engine.run.one_cpu_device``), and
-``compiled_program`` warns about any other sharded CPU program that holds one
-(:func:`batched_lapack_calls`).
+Several devices: a program sharded over CPU devices runs one execution per device at the same time, on the same pool, so
+with as many devices as the pool has threads a single batched LAPACK call per device is enough to hang. No data
+dependence can order the devices, so an algorithm whose element holds such a call (``AlgorithmSpec.batched_lapack``:
+VecchiaBO) runs on one CPU device (``engine.run.one_cpu_device``), and ``compiled_program`` warns about any other
+sharded CPU program that holds one ([`batched_lapack_calls`][]).
 
 Conservative: two calls count as ordered only through operands (and control predecessors) in the HLO; a
 ``while``/``call``/``conditional`` counts as a batched LAPACK call when a computation it runs holds one.

@@ -2,11 +2,11 @@
 the chunk of rounds, device sharding, the cache of compiled programs, and growth of capacity buffers
 (docs/architecture.md#the-engine, docs/architecture.md#capacity-growth).
 
-A domain (``sketchbo.domains.finite`` for finite arm sets, ``sketchbo.domains.box`` for boxes) gives one round for
-one element (a seed at a grid point): ``round_(carry, keys, ...) -> carry``, where ``carry = (state, traces)`` and
-``traces.rounds`` counts the rounds done; :func:`chunk_of_rounds` makes a chunk of ``rounds_per_call`` rounds (a
-round is skipped once the domain's ``active(carry)`` is false) and :func:`jitted` jits it over the stacked
-elements, sharded over devices where there are several.
+A domain (``sketchbo.domains.finite`` for finite arm sets, ``sketchbo.domains.box`` for boxes) gives one round for one
+element (a seed at a grid point): ``round_(carry, keys, ...) -> carry``, where ``carry = (state, traces)`` and
+``traces.rounds`` counts the rounds done; [`chunk_of_rounds`][] makes a chunk of ``rounds_per_call`` rounds (a round is
+skipped once the domain's ``active(carry)`` is false) and [`jitted`][] jits it over the stacked elements, sharded over
+devices where there are several.
 """
 from __future__ import annotations
 
@@ -24,10 +24,19 @@ from sketchbo.engine.lapack_overlap import LapackOverlapWarning, batched_lapack_
 
 
 class SeedKeys(NamedTuple):
-    init: jax.Array  # typed key of the initial state (x_1)
-    noise: jax.Array  # typed key of the observation noise
-    select: jax.Array  # folded with the step t
-    resparsify: jax.Array  # folded with the step t at the batch end
+    """The typed keys of one seed, one per purpose (derived inside the program, never stored).
+
+    Attributes:
+        init: typed key of the initial state (x_1)
+        noise: typed key of the observation noise
+        select: folded with the step t
+        resparsify: folded with the step t at the batch end
+    """
+
+    init: jax.Array
+    noise: jax.Array
+    select: jax.Array
+    resparsify: jax.Array
 
 
 def seed_keys(seed: int) -> SeedKeys:
@@ -76,9 +85,9 @@ def stack_elements(points: list, n_seeds: int, n_devices: int):
 
 
 def element_seeds(seeds: list, n_points: int, n_devices: int) -> jax.Array:
-    """The seeds of the program's elements (int64, one per element): grid points outer, seeds inner (seed i of
-    every point uses the same keys), padded as :func:`stack_elements`. The programs derive each element's keys
-    from its seed (:func:`seed_keys`) themselves: no program of its own, and no keys held by the host."""
+    """The seeds of the program's elements (int64, one per element): grid points outer, seeds inner (seed i of every
+    point uses the same keys), padded as [`stack_elements`][]. The programs derive each element's keys from its seed
+    ([`seed_keys`][]) themselves: no program of its own, and no keys held by the host."""
     el_seeds = [seed for _ in range(n_points) for seed in seeds]
     n_pad = -(-len(el_seeds) // n_devices) * n_devices - len(el_seeds)
     return jax.device_put(np.asarray(el_seeds + el_seeds[-1:] * n_pad, np.int64))
@@ -110,11 +119,11 @@ _MAX_PROGRAMS = 32
 
 def compiled_program(cache_key, make_fns, init_args, chunk_rest, cpu_options: dict | None = None,
                      n_devices: int = 1):
-    """``(init_c, chunk_c, compile_s)`` of the program ``make_fns() -> (init_fn, chunk_fn)``, compiled on first
-    use of ``cache_key`` and reused after (compile_s = 0). ``init_fn(*init_args) -> (carry, noise)``;
-    ``chunk_fn(init_args[0], carry, noise, *chunk_rest)`` (the first argument is the elements' seeds).
-    ``cpu_options``: XLA compiler options of both programs on the CPU backend (e.g. :data:`FAST_CPU_COMPILE`).
-    ``n_devices``: the devices the program is sharded over (for :func:`check_lapack_overlap`)."""
+    """``(init_c, chunk_c, compile_s)`` of the program ``make_fns() -> (init_fn, chunk_fn)``, compiled on first use of
+    ``cache_key`` and reused after (compile_s = 0). ``init_fn(*init_args) -> (carry, noise)``;
+    ``chunk_fn(init_args[0], carry, noise, *chunk_rest)`` (the first argument is the elements' seeds). ``cpu_options``:
+    XLA compiler options of both programs on the CPU backend (e.g. [`FAST_CPU_COMPILE`][]). ``n_devices``: the devices
+    the program is sharded over (for [`check_lapack_overlap`][])."""
     if cache_key in _PROGRAMS:
         return (*_PROGRAMS[cache_key], 0.0)
     init_fn, chunk_fn = make_fns()
@@ -136,6 +145,8 @@ def compiled_program(cache_key, make_fns, init_args, chunk_rest, cpu_options: di
 # to the last bit (docs/benchmarks.md#cpu-fusion-emitters). The finite domain compiles with it; the box domain
 # does not (its trajectories change in the last bits, and its committed results were made without it).
 FAST_CPU_COMPILE = {"xla_cpu_use_fusion_emitters": False}
+"""XLA CPU options: the elemental fusion emitters instead of the MLIR ones (compiles BBKB's Cadata program in about two
+thirds of the time, same trajectories; the finite domain uses them)."""
 
 
 def compile_lowered(lowered, cpu_options: dict | None = None):
@@ -152,10 +163,10 @@ def compile_lowered(lowered, cpu_options: dict | None = None):
 
 
 def check_lapack_overlap(compiled, n_devices: int = 1) -> None:
-    """Warn (:class:`LapackOverlapWarning`) when a program compiled for the CPU has batched LAPACK calls that
-    may run concurrently: two in one program that no data dependence orders, or, sharded over ``n_devices``
-    > 1 CPU devices (whose programs run at the same time), any one. On a machine with few cores such a program
-    can hang (``engine.lapack_overlap``)."""
+    """Warn ([`LapackOverlapWarning`][]) when a program compiled for the CPU has batched LAPACK calls that may run
+    concurrently: two in one program that no data dependence orders, or, sharded over ``n_devices`` > 1 CPU devices
+    (whose programs run at the same time), any one. On a machine with few cores such a program can hang
+    (``engine.lapack_overlap``)."""
     if jax.default_backend() != "cpu":
         return
     text = compiled.as_text()

@@ -14,10 +14,9 @@ class Progress:
     and ETA, at most every 0.2 s, ended by a newline when the run finishes. Otherwise (a log file, a
     pipe, a batch job): a plain line every ``every_s`` seconds and at the end.
 
-    The ETA extrapolates the rate of the current phase: the steps since the last :meth:`mark` (a capacity
-    growth, after which a step costs more) over the time since it, once the phase covers 1% of T;
-    before that the rate since the start (the steps done since the step the clock started at: a resumed
-    run's earlier steps took no time of this process).
+    The ETA extrapolates the rate of the current phase: the steps since the last [`mark`][] (a capacity growth, after
+    which a step costs more) over the time since it, once the phase covers 1% of T; before that the rate since the start
+    (the steps done since the step the clock started at: a resumed run's earlier steps took no time of this process).
     """
 
     BAR = 24  # bar width in characters

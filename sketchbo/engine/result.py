@@ -9,10 +9,47 @@ import numpy as np
 
 
 class RunResult(NamedTuple):
-    """What a run of ``sketchbo.run`` returns: per-seed traces and summaries of one algorithm on one problem.
+    """What [`sketchbo.run`][sketchbo.engine.run.run] returns: per-seed traces and summaries of one algorithm on one
+    problem.
 
-    Regret exists only where the benchmark knows its optimum: on a user's objective without one,
-    ``cumulative_regret`` and ``regret_ratio`` are None and the traces hold no ``instant_regret``.
+    Regret exists only where the benchmark knows its optimum: on a user's objective without one, ``cumulative_regret``
+    and ``regret_ratio`` are None and the traces hold no ``instant_regret``. The arrays with a leading `n_seeds` axis
+    hold one row per seed, in the order of ``seeds``.
+
+    Attributes:
+        algorithm: the algorithm's name.
+        problem: the problem's name.
+        T: evaluations per seed.
+        n_seeds: the number of seeds run in the program.
+        seeds: the seeds, ``[seed, seed + 1, ...]``.
+        traces: per-step traces, each `(n_seeds, T)`: ``query`` (the arm index; on a box the row of the sample buffer),
+            ``reward``, ``batch_index``, ``dict_size``, ``instant_regret`` (where the optimum is known);
+            ``loop_iterations`` on finite arm sets; ``x`` `(n_seeds, T, d)`, ``ucb`` and ``on_face`` on boxes (the query
+            has a coordinate on a face of the unit cube, [`on_face`][sketchbo.domains.box.on_face]); ``info_<name>`` for
+            the other number fields of an algorithm's step info ([`own_fields`][sketchbo.contract.own_fields]).
+        round_time_s: `(n_rounds,)` wall time of each round (all seeds together; a chunk's time is split evenly over its
+            rounds).
+        cumulative_regret: `(n_seeds,)` the cumulative regret $R_T = \\sum_{t \\le T} (f^\\star - f(x_t))$; None when
+            the optimum is unknown.
+        regret_ratio: `(n_seeds,)` $R_T / R_T^{\\mathrm{unif}}$, where $R_T^{\\mathrm{unif}}$ is T times the mean regret
+            of a uniformly random query; None when the optimum is unknown.
+        n_batches: `(n_seeds,)` int, batches (rounds) of each seed.
+        max_batch_size: `(n_seeds,)` int, the longest batch of each seed.
+        max_dict_size: `(n_seeds,)` int, the largest model (dictionary, posterior, subset) of each seed.
+        wall_time_s: the whole run's wall time in seconds, compilation included.
+        compile_time_s: seconds spent compiling the programs.
+        device: the device the run ran on, ``"<platform>:<kind>"`` (e.g. ``"cpu:cpu"``).
+        dtype: ``"float64"`` or ``"float32"``.
+        capacity_events: messages about capacity growth (dictionary, pulled arms, sample buffer).
+        hyperparameters: the resolved hyperparameters (the defaults completed by the user's values).
+        best_reward: `(n_seeds,)` the best observed reward of each seed.
+        best_point: `(n_seeds, d)` the point where it was observed (on a box: in the box's coordinates).
+        certificates: per-seed theory certificates of a finite-arm run
+            ([`certificates.of_run`][sketchbo.certificates.of_run]; the CLI's jobs add them); None otherwise.
+        seed_axis: how the elements (grid points × seeds) ran, which the round times cover ([`spec_layout`][]):
+            ``"map"`` (each device's elements one after another) or ``"vmap"`` (together); None: unknown.
+        n_devices: the devices the elements were sharded over; None: unknown.
+        elements_per_device: the elements in each device's program (its padded share); None: unknown.
     """
 
     algorithm: str
@@ -20,30 +57,25 @@ class RunResult(NamedTuple):
     T: int
     n_seeds: int
     seeds: list
-    # (n_seeds, T) arrays: query (arm index; on a box the row of the sample buffer), reward, batch_index,
-    # dict_size, instant_regret (optimum known); loop_iterations (finite arms); x (n_seeds, T, d), ucb and on_face
-    # (boxes: the query has a coordinate on a face of the unit cube, domains.box.on_face)
     traces: dict
-    round_time_s: np.ndarray  # (n_rounds,) wall time of each round (all seeds), chunk time split evenly
-    cumulative_regret: np.ndarray | None  # (n_seeds,) R_T; None when the optimum is unknown
-    regret_ratio: np.ndarray | None  # (n_seeds,) R_T / (T (mean regret of a uniformly random query)); None: unknown
-    n_batches: np.ndarray  # (n_seeds,) int
-    max_batch_size: np.ndarray  # (n_seeds,) int
-    max_dict_size: np.ndarray  # (n_seeds,) int
-    wall_time_s: float  # whole run, compilation included
+    round_time_s: np.ndarray
+    cumulative_regret: np.ndarray | None
+    regret_ratio: np.ndarray | None
+    n_batches: np.ndarray
+    max_batch_size: np.ndarray
+    max_dict_size: np.ndarray
+    wall_time_s: float
     compile_time_s: float
     device: str
     dtype: str
-    capacity_events: list  # messages about capacity growth
-    hyperparameters: dict  # the resolved hyperparameters
-    best_reward: np.ndarray  # (n_seeds,) the best observed reward
-    best_point: np.ndarray  # (n_seeds, d) the point where it was observed (on a box: in the box's coordinates)
-    # per-seed theory certificates of a finite-arm run (``sketchbo.certificates.of_run``; the CLI's jobs add them)
+    capacity_events: list
+    hyperparameters: dict
+    best_reward: np.ndarray
+    best_point: np.ndarray
     certificates: list | None = None
-    # how the elements (grid points × seeds) ran, which the round times cover (``spec_layout``; None: unknown):
-    seed_axis: str | None = None  # "map" (each device's elements one after another) or "vmap" (together)
-    n_devices: int | None = None  # devices the elements were sharded over
-    elements_per_device: int | None = None  # elements in each device's program (its padded share)
+    seed_axis: str | None = None
+    n_devices: int | None = None
+    elements_per_device: int | None = None
 
 
 def spec_layout(spec) -> dict:
@@ -64,10 +96,10 @@ def seed_time_factor(seed_axis: str | None, elements_per_device: int | None) -> 
 
 def result(algorithm, problem_name, T, seeds, traces: dict, rounds, uniform_regret: float | None, driven, wall0,
            dtype, hyperparameters, best_point, run_layout: dict) -> RunResult:
-    """RunResult of per-seed ``traces`` (``reward``, ``batch_index``, ``dict_size`` and, when the optimum is
-    known, ``instant_regret``), ``rounds`` (n_seeds,), the mean instant regret of a uniformly random query
-    (None: the optimum is unknown), the host loop's ``driven`` bookkeeping (times, compilation, capacity
-    events), the best observed points (n_seeds, d) and the elements' ``run_layout`` (:func:`spec_layout`)."""
+    """RunResult of per-seed ``traces`` (``reward``, ``batch_index``, ``dict_size`` and, when the optimum is known,
+    ``instant_regret``), ``rounds`` (n_seeds,), the mean instant regret of a uniformly random query (None: the optimum
+    is unknown), the host loop's ``driven`` bookkeeping (times, compilation, capacity events), the best observed points
+    (n_seeds, d) and the elements' ``run_layout`` ([`spec_layout`][])."""
     if uniform_regret is None:
         cum = ratio = None
     else:

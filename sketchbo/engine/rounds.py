@@ -37,8 +37,8 @@ def select_batch(alg, key, params, state, acc, record, room):
 
 def finish_batch(alg, key, params, state, feedback: Feedback):
     """The feedback of a finished batch and the new model (BBKB Alg. 1, L9–16): ``update`` with the batch's
-    :class:`Feedback`, then ``refit`` keyed by the step after the batch. Returns ``(state, info)`` of
-    ``refit``. Shared by both rounds and by ``tell``."""
+    [`Feedback`][], then ``refit`` keyed by the step after the batch. Returns ``(state, info)`` of ``refit``. Shared by
+    both rounds and by ``tell``."""
     state = alg.update(state, feedback, params)
     return alg.refit(jax.random.fold_in(key, state.t), state, params)
 

@@ -15,6 +15,7 @@ import itertools
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import jax
 
@@ -29,6 +30,9 @@ from sketchbo.engine.result import RunResult
 from sketchbo.engine.validate import check_checkpoint, check_devices, check_int, check_run_args, invalid_value
 from sketchbo.spec import AlgorithmSpec, grid_values
 
+if TYPE_CHECKING:
+    from sketchbo.problems.base import Problem
+    from sketchbo.problems.continuous import ContinuousProblem
 
 
 def enable_x64() -> None:
@@ -43,15 +47,25 @@ def usable_cores() -> int:
 
 
 def use_cpu_cores(n: int | None = None) -> int:
-    """Give JAX's CPU backend ``n`` devices (default: one per core this process may use), so that a run on the
-    CPU shards its seeds over the cores, each core running its share one after another (``lax.map``), instead
-    of one core running them all (docs/benchmarks.md#cpu-cores). An entry point's duty, like
-    :func:`enable_x64`: it must come before anything initialises JAX's backends, and it leaves a count the user
-    set (``XLA_FLAGS``' ``--xla_force_host_platform_device_count`` or ``jax_num_cpu_devices``) alone.
+    """Give JAX's CPU backend ``n`` devices (default: one per core this process may use), so that a run on the CPU
+    shards its seeds over the cores, each core running its share one after another (``lax.map``), instead of one core
+    running them all (docs/benchmarks.md#cpu-cores). An entry point's duty, like [`enable_x64`][]: it must come before
+    anything initialises JAX's backends, and it leaves a count the user set (``XLA_FLAGS``'
+    ``--xla_force_host_platform_device_count`` or ``jax_num_cpu_devices``) alone.
 
     Returns:
         The CPU device count the process will have: ``n``, the user's count, or, once the backends are
         initialised, the count they have (then nothing changes).
+
+    Examples:
+        First thing in a script, before anything touches JAX's backends:
+
+        ```python
+        import sketchbo as sb
+
+        sb.use_cpu_cores()            # e.g. 2 on a 2-core machine
+        res = sb.run("bbkb", sb.make_problem("gp_sample", A=200, seed=0), T=60, n_seeds=2, progress=False)
+        ```
     """
     from jax._src import xla_bridge  # noqa: PLC0415  (no public way to ask whether the backends are up)
 
@@ -74,11 +88,11 @@ def check_algorithm(algorithm) -> AlgorithmSpec:
     return get_spec(algorithm)
 
 
-def grid_points(algorithm, grid: dict | None) -> list[dict]:
+def grid_points(algorithm: str | AlgorithmSpec, grid: dict | None) -> list[dict]:
     """The Cartesian product of ``grid`` ({name: [values]}), validated; [{}] without a grid.
 
     Args:
-        algorithm: an :class:`~sketchbo.spec.AlgorithmSpec` or a registered name.
+        algorithm: an [`AlgorithmSpec`][] or a registered name.
         grid: grid axes of the algorithm (``spec.grid_keys``) to lists of values.
 
     Returns:
@@ -106,7 +120,7 @@ def check_run(algorithm, problem, *, T, grid=None, n_seeds=1, seed=0, params=Non
     """Every argument of a run validated (ValueError naming the parameter), nothing compiled.
 
     Returns:
-        The :class:`RunSpec` that the algorithm's domain prepares.
+        The [`RunSpec`][] that the algorithm's domain prepares.
     """
     spec = get_spec(algorithm)
     dom = get_domain(spec.domain)
@@ -123,44 +137,46 @@ def check_run(algorithm, problem, *, T, grid=None, n_seeds=1, seed=0, params=Non
                    rounds_per_call, n_dev, kernel, capacity)
 
 
-def run_grid(algorithm: str | AlgorithmSpec, problem, *, T: int, grid: dict | None = None, n_seeds: int = 1, seed: int = 0,
-             params: dict | None = None, kernel: dict | None = None, dtype: str = "float64", seed_axis: str = "auto",
-             progress: bool = True, rounds_per_call: int | None = None, devices: int | None = None,
-             capacity: int | None = None, checkpoint=None, checkpoint_every: int | None = None
+def run_grid(algorithm: str | AlgorithmSpec, problem: Problem | ContinuousProblem, *, T: int,
+             grid: dict | None = None, n_seeds: int = 1, seed: int = 0, params: dict | None = None,
+             kernel: dict | None = None, dtype: str = "float64", seed_axis: str = "auto", progress: bool = True,
+             rounds_per_call: int | None = None, devices: int | None = None, capacity: int | None = None,
+             checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None
              ) -> list[tuple[dict, RunResult]]:
     """Run an algorithm at every point of a grid of float hyperparameters × ``n_seeds`` seeds, in one program.
 
-    The grid points and the seeds are the elements of one compiled program (the float hyperparameters are
-    arguments, not constants), so a grid costs one compilation, and each point's result equals :func:`run`
-    with those values.
+    The grid points and the seeds are the elements of one compiled program (the floats are its arguments, not
+    constants): one compilation, and each point's result equals [`run`][]'s.
 
     Args:
-        algorithm: an :class:`~sketchbo.spec.AlgorithmSpec` (yours or the registry's), or a registered name
-            (``sketchbo.ALGORITHMS``; finite arm sets or boxes).
-        problem: a benchmark of the algorithm's domain: a finite ``Problem`` or a box problem
-            (``sketchbo.make_problem``, ``sketchbo.box_problem``).
+        algorithm: an [`AlgorithmSpec`][] or a registered name (``sketchbo.ALGORITHMS``).
+        problem: a benchmark of the algorithm's domain (``sb.make_problem``, ``sb.box_problem``, a ``Problem``).
         T: evaluations per seed.
-        grid: grid axes of the algorithm (``spec.grid_keys``) to lists of values, e.g.
-            ``{"qbar": [1, 2, 5], "C": [1.5, 2]}``; None: one point.
+        grid: grid axes (``spec.grid_keys``) to lists of values, e.g. ``{"qbar": [1, 2, 5], "C": [1.5, 2]}``; None: one.
         n_seeds: seeds ``seed``, ``seed + 1``, ... at every point.
         seed: the first seed.
         params: the algorithm's other hyperparameters (``spec.defaults`` names them).
         kernel: finite domains: a kernel overriding the problem's, e.g. ``{"name": "rbf", "sigma2": 5.0}``.
         dtype: ``"float64"`` (default) or ``"float32"``.
-        seed_axis: ``"vmap"``, ``"map"`` (a sequential map over elements) or ``"auto"`` (map on the CPU,
-            vmap on accelerators): the same trajectories either way.
+        seed_axis: ``"vmap"``, ``"map"`` (one element after another) or ``"auto"`` (map on the CPU, vmap on
+            accelerators): the same trajectories either way.
         progress: print a progress bar (a terminal) or lines (a log) on stderr.
         rounds_per_call: rounds per compiled chunk (None: the domain's default).
-        devices: local devices that share the elements (None: all of the default backend); the element
-            count is padded to a multiple of it.
+        devices: local devices sharing the elements (None: all of the default backend; padded to a multiple).
         capacity: box domains: the first sample-buffer capacity (None: the default; it grows as needed).
-        checkpoint: a file path; with ``checkpoint_every`` (rounds) the run's progress is saved there and a
-            run of the same identity resumes from it. The file is left in place.
+        checkpoint: a file the progress is saved to every ``checkpoint_every`` rounds; a run of the same identity
+            resumes from it. The file is left in place.
         checkpoint_every: rounds between two checkpoint writes.
 
     Returns:
         ``[(point, RunResult), ...]`` in the order of the Cartesian product; ``wall_time_s``,
         ``compile_time_s`` and ``round_time_s`` of every result are those of the whole program.
+
+    Examples:
+        ```python
+        import sketchbo as sb
+        results = sb.run_grid("bbkb", sb.make_problem("gp_sample", A=200), T=60, grid={"qbar": [2.0, 4.0]}, n_seeds=2)
+        ```
     """
     wall0 = time.perf_counter()
     spec = check_run(algorithm, problem, T=T, grid=grid, n_seeds=n_seeds, seed=seed, params=params, kernel=kernel,
@@ -183,15 +199,16 @@ def run_grid(algorithm: str | AlgorithmSpec, problem, *, T: int, grid: dict | No
     return out
 
 
-def run(algorithm: str | AlgorithmSpec, problem, *, T: int, n_seeds: int = 1, seed: int = 0, params: dict | None = None,
-        kernel: dict | None = None, dtype: str = "float64", seed_axis: str = "auto", progress: bool = True,
-        rounds_per_call: int | None = None, devices: int | None = None, capacity: int | None = None,
-        checkpoint=None, checkpoint_every: int | None = None) -> RunResult:
+def run(algorithm: str | AlgorithmSpec, problem: Problem | ContinuousProblem, *, T: int, n_seeds: int = 1,
+        seed: int = 0, params: dict | None = None, kernel: dict | None = None, dtype: str = "float64",
+        seed_axis: str = "auto", progress: bool = True, rounds_per_call: int | None = None, devices: int | None = None,
+        capacity: int | None = None, checkpoint: str | os.PathLike | None = None,
+        checkpoint_every: int | None = None) -> RunResult:
     """Run ``n_seeds`` seeds (``seed``, ``seed + 1``, ...) of an algorithm for T evaluations on a benchmark.
 
     Args:
-        algorithm: an :class:`~sketchbo.spec.AlgorithmSpec` or a registered name (``sketchbo.ALGORITHMS``).
-        problem: a benchmark of the algorithm's domain (see :func:`run_grid`).
+        algorithm: an [`AlgorithmSpec`][] or a registered name (``sketchbo.ALGORITHMS``).
+        problem: a benchmark of the algorithm's domain (see [`run_grid`][]).
         T: evaluations per seed.
         n_seeds: how many seeds run in the one program.
         seed: the first seed.
@@ -207,7 +224,19 @@ def run(algorithm: str | AlgorithmSpec, problem, *, T: int, n_seeds: int = 1, se
         checkpoint_every: rounds between two checkpoint writes.
 
     Returns:
-        The :class:`~sketchbo.engine.result.RunResult` of the seeds.
+        The [`RunResult`][] of the seeds.
+
+    Examples:
+        Two seeds of BBKB on a small GP sample, in one compiled program:
+
+        ```python
+        import sketchbo as sb
+
+        problem = sb.make_problem("gp_sample", A=200, d=2, seed=0)
+        res = sb.run("bbkb", problem, T=60, n_seeds=2, progress=False)
+        res.cumulative_regret.shape, res.traces["reward"].shape   # (2,), (2, 60)
+        res.regret_ratio                                           # R_T / R_T^unif per seed
+        ```
     """
     return run_grid(algorithm, problem, T=T, n_seeds=n_seeds, seed=seed, params=params, kernel=kernel, dtype=dtype,
                     seed_axis=seed_axis, progress=progress, rounds_per_call=rounds_per_call, devices=devices,

@@ -6,17 +6,16 @@ lam-scaled sigma~^2).
 
 Two forms:
 
-* :func:`dense_posterior` — dense float64 solve over the unique pulled arms with counts n_i and summed
-  rewards Y_i: mu(x) = k_U(x)^T (K_UU + lam N^{-1})^{-1} Ybar_U, sigma^2(x) = k(x,x) - k_U(x)^T (K_UU +
-  lam N^{-1})^{-1} k_U(x) (docs/algorithms.md#exact-posterior). Host-side reference, not jitted.
-* :class:`ExactGP` — the incremental engine used by the algorithms, on the same counts: the U unique
-  pulled arms sit in fixed-capacity slots with their kernel rows, counts n_u and
-  summed rewards Y_u, and Q = (K_UU + lam N^{-1})^{-1} (the kernel rows are stored as K_UA (u_max, A)). A pull at arm x_j (with or without feedback: the
-  variance does not need it, which is GP-BUCB's hallucinated in-batch update) changes every variance by
-  the rank-one rule sigma^2(x) -= cov(x, x_j)^2 / (lam + sigma^2(x_j)), cov(x, x_j) = k(x, x_j) -
-  k_U(x)^T Q k_U(x_j): O(A U) per pull, U <= min(t, A). Q follows by a Sherman–Morrison update (a repeat)
-  or a bordered inverse (a new arm), and is recomputed exactly from K_UU when feedback arrives, where the
-  mean mu(x) = k_U(x)^T Q (Y_U / n_U) is refreshed.
+* [`dense_posterior`][] — dense float64 solve over the unique pulled arms with counts n_i and summed rewards Y_i:
+  mu(x) = k_U(x)^T (K_UU + lam N^{-1})^{-1} Ybar_U, sigma^2(x) = k(x,x) - k_U(x)^T (K_UU + lam N^{-1})^{-1} k_U(x)
+  (docs/algorithms.md#exact-posterior). Host-side reference, not jitted.
+* [`ExactGP`][] — the incremental engine used by the algorithms, on the same counts: the U unique pulled arms sit in
+  fixed-capacity slots with their kernel rows, counts n_u and summed rewards Y_u, and Q = (K_UU + lam N^{-1})^{-1} (the
+  kernel rows are stored as K_UA (u_max, A)). A pull at arm x_j (with or without feedback: the variance does not need
+  it, which is GP-BUCB's hallucinated in-batch update) changes every variance by the rank-one rule sigma^2(x) -= cov(x,
+  x_j)^2 / (lam + sigma^2(x_j)), cov(x, x_j) = k(x, x_j) - k_U(x)^T Q k_U(x_j): O(A U) per pull, U <= min(t, A). Q
+  follows by a Sherman–Morrison update (a repeat) or a bordered inverse (a new arm), and is recomputed exactly from K_UU
+  when feedback arrives, where the mean mu(x) = k_U(x)^T Q (Y_U / n_U) is refreshed.
 """
 from __future__ import annotations
 
@@ -52,15 +51,29 @@ def dense_posterior(kernel, kparams, arms, counts, ysum, lam):
 
 
 class ExactGP(NamedTuple):
-    slot_arm: jax.Array  # (u_max,) int32 arm held by each slot
-    arm_slot: jax.Array  # (A,) int32 slot of each arm, -1 if never pulled
-    n_slots: jax.Array  # () int32 slots in use (may exceed u_max: overflow, reported by the caller)
-    K_UA: jax.Array  # (u_max, A) kernel row k(x_u, .) of each slot (0 for empty slots)
-    counts: jax.Array  # (u_max,) pulls of each slot, including pulls still waiting for feedback
-    ysum: jax.Array  # (u_max,) summed rewards of each slot
-    Q: jax.Array  # (u_max, u_max) (K_UU + lam N^{-1})^{-1} on used slots, 0 elsewhere
-    mean: jax.Array  # (A,) posterior mean given the feedback so far
-    var: jax.Array  # (A,) posterior variance given every pull so far (GP units)
+    """The exact GP posterior over a finite arm set, held on at most ``u_max`` slots of unique pulled arms.
+
+    Attributes:
+        slot_arm: `(u_max,)` int32 arm held by each slot
+        arm_slot: `(A,)` int32 slot of each arm, -1 if never pulled
+        n_slots: `()` int32 slots in use (may exceed u_max: overflow, reported by the caller)
+        K_UA: `(u_max, A)` kernel row k(x_u, .) of each slot (0 for empty slots)
+        counts: `(u_max,)` pulls of each slot, including pulls still waiting for feedback
+        ysum: `(u_max,)` summed rewards of each slot
+        Q: `(u_max, u_max)` (K_UU + lam N^{-1})^{-1} on used slots, 0 elsewhere
+        mean: `(A,)` posterior mean given the feedback so far
+        var: `(A,)` posterior variance given every pull so far (GP units)
+    """
+
+    slot_arm: jax.Array
+    arm_slot: jax.Array
+    n_slots: jax.Array
+    K_UA: jax.Array
+    counts: jax.Array
+    ysum: jax.Array
+    Q: jax.Array
+    mean: jax.Array
+    var: jax.Array
 
 
 ROWS = 32  # slot rows per block: products with K_UA touch only the blocks in use, O(A U) not O(A u_max)

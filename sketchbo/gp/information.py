@@ -1,20 +1,21 @@
 """Exact-GP information quantities of a run's pulled arms: the effective dimension and the posterior variances
 of the pulls (BKB, Calandriello et al., COLT 2019; Batch-BKB, Calandriello et al., ICML 2020).
 
-* :func:`effective_dimension` d_eff(lam, X_T) = Tr(K_T (K_T + lam I)^{-1}) (BKB Sec. 3; BKB Prop. 5:
-  = sum_s sigma_T^2(x_s)), exact, on the unique pulled arms with their counts;
-* :func:`pull_variances` / :func:`sum_posterior_variance`: sigma_{t-1}^2(x_t) of every pull (or sigma_t^2(x_t),
+* [`effective_dimension`][] d_eff(lam, X_T) = Tr(K_T (K_T + lam I)^{-1}) (BKB Sec. 3; BKB Prop. 5: = sum_s
+  sigma_T^2(x_s)), exact, on the unique pulled arms with their counts;
+* [`pull_variances`][] / [`sum_posterior_variance`][]: sigma_{t-1}^2(x_t) of every pull (or sigma_t^2(x_t),
   ``after_pull=True``) of the exact GP, computed block by block.
 
-Units: the papers' lam-scaled variances, sigma_t^2(x) = (k(x, x) - k_t(x)^T (K_t + lam I)^{-1} k_t(x)) / lam
-(BBKB Eq. 2 with S = X_t; BKB Eq. 4); in them sum_t log(1 + sigma_{t-1}^2(x_t)) = log det(I + K_T / lam).
-Host-side float64 numpy (kernel matrices through :mod:`sketchbo.kernels`), run once per seed after a run.
+Units: the papers' lam-scaled variances, sigma_t^2(x) = (k(x, x) - k_t(x)^T (K_t + lam I)^{-1} k_t(x)) / lam (BBKB Eq. 2
+with S = X_t; BKB Eq. 4); in them sum_t log(1 + sigma_{t-1}^2(x_t)) = log det(I + K_T / lam). Host-side float64 numpy
+(kernel matrices through [`sketchbo.kernels`][]), run once per seed after a run.
 """
 from __future__ import annotations
 
 import functools
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +23,11 @@ import numpy as np
 
 from sketchbo.kernels import get_kernel, gram, kernel_params as _kernel_params
 
-BLOCK = 256  # pulls per block of :func:`pull_variances`
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+BLOCK = 256
+"""Pulls per block of [`pull_variances`][]."""
 
 
 # ------------------------------------------------------------------------------------------------- validation
@@ -91,8 +96,8 @@ def _queries(queries, A: int) -> np.ndarray:
 
 
 def _kernel(kernel_name, kernel_params, d: int):
-    """(Kernel, params as float64 arrays) for ``kernel_name`` with ``kernel_params`` (raw values or the arrays
-    of :func:`sketchbo.kernels.kernel_params`; missing ones take the kernel's defaults). ValueError naming it."""
+    """(Kernel, params as float64 arrays) for ``kernel_name`` with ``kernel_params`` (raw values or the arrays of
+    [`sketchbo.kernels.kernel_params`][]; missing ones take the kernel's defaults). ValueError naming it."""
     kern = get_kernel(kernel_name)
     if kernel_params is None:
         kernel_params = {}
@@ -108,7 +113,8 @@ def _kernel(kernel_name, kernel_params, d: int):
     return kern, params
 
 
-GRAM_BLOCK = 128  # the rows of a Gram matrix are padded to a multiple of it: one program per size class
+GRAM_BLOCK = 128
+"""The rows of a Gram matrix are padded to a multiple of it: one compiled program per size class."""
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -117,9 +123,9 @@ def _gram_program(kern, params, X):
 
 
 def _gram(kern, params, X: np.ndarray) -> np.ndarray:
-    """K(X, X) in float64 (diagonal from ``kern.diag``, :func:`sketchbo.kernels.gram`), by one compiled program
-    per multiple of :data:`GRAM_BLOCK` rows (X padded with zero rows, cut off after): eager operations would
-    compile each operation anew for every number of rows, about 0.5 s per seed of a run's certificates."""
+    """K(X, X) in float64 (diagonal from ``kern.diag``, [`sketchbo.kernels.gram`][]), by one compiled program per
+    multiple of [`GRAM_BLOCK`][] rows (X padded with zero rows, cut off after): eager operations would compile each
+    operation anew for every number of rows, about 0.5 s per seed of a run's certificates."""
     n, d = X.shape
     padded = np.zeros((-(-n // GRAM_BLOCK) * GRAM_BLOCK, d))
     padded[:n] = X
@@ -153,7 +159,8 @@ def _effective_dimension(K: np.ndarray, counts: np.ndarray, lam: float) -> float
     return float(np.sum(e / (e + lam)))
 
 
-def effective_dimension(kernel_name, kernel_params, arms, queries, lam) -> float:
+def effective_dimension(kernel_name: str, kernel_params: dict, arms: ArrayLike, queries: ArrayLike,
+                        lam: float) -> float:
     """Effective dimension d_eff(lam, X_T) = Tr(K_T (K_T + lam I)^{-1}) of the pulled arms, repeats counted.
 
     BKB (COLT 2019) Sec. 3 defines it (the display before Thm. 1) and Prop. 5 gives d_eff = sum_s sigma_T^2(x_s);
@@ -163,9 +170,9 @@ def effective_dimension(kernel_name, kernel_params, arms, queries, lam) -> float
     (``np.linalg.eigvalsh``, float64, O(U^3)).
 
     Args:
-        kernel_name: a key of :data:`sketchbo.kernels.KERNELS` ("rbf", "matern52", "linear").
+        kernel_name: a key of [`sketchbo.kernels.KERNELS`][] ("rbf", "matern52", "linear").
         kernel_params: the kernel's parameters, e.g. ``{"sigma2": 0.1}`` or the arrays of
-            :func:`sketchbo.kernels.kernel_params`; missing ones take the kernel's defaults.
+            [`sketchbo.kernels.kernel_params`][]; missing ones take the kernel's defaults.
         arms: (A, d) candidate arms.
         queries: (T,) int arm index of every pull, in order; -1 entries (steps not taken) are ignored.
         lam: the regulariser lambda > 0 (the GP's noise variance).
@@ -175,6 +182,17 @@ def effective_dimension(kernel_name, kernel_params, arms, queries, lam) -> float
 
     Raises:
         ValueError: naming the argument that is invalid (lam <= 0, a query outside [0, A) other than -1, ...).
+
+    Examples:
+        Four pulls of three distinct arms on a line:
+
+        ```python
+        import numpy as np
+        from sketchbo.gp.information import effective_dimension
+
+        arms = np.linspace(0, 1, 20)[:, None]
+        effective_dimension("rbf", {"sigma2": 0.1}, arms, np.array([0, 0, 5, 19]), lam=1.0)   # 1.498...
+        ```
     """
     K, _, counts, lam = _pulled(kernel_name, kernel_params, arms, queries, lam)
     return _effective_dimension(K, counts, lam)
@@ -227,17 +245,17 @@ def _pull_variances(K: np.ndarray, pos: np.ndarray, lam: float, block: int | Non
     return out
 
 
-def pull_variances(kernel_name, kernel_params, arms, queries, lam, *, after_pull: bool = False) -> np.ndarray:
+def pull_variances(kernel_name: str, kernel_params: dict, arms: ArrayLike, queries: ArrayLike, lam: float, *,
+                   after_pull: bool = False) -> np.ndarray:
     """The exact GP posterior variance of every pulled arm, before (or after) its pull, lam-scaled.
 
-    sigma_{t-1}^2(x_t) = (k(x_t, x_t) - k_{t-1}(x_t)^T (K_{t-1} + lam I)^{-1} k_{t-1}(x_t)) / lam, the variance
-    of the t-th pulled arm given all t - 1 earlier pulls (repeats counted), in the lam-scaled units of BBKB
-    Eq. 2 with S = X_t (BKB Eq. 4). With ``after_pull=True``, sigma_t^2(x_t) = s / (1 + s) for s =
-    sigma_{t-1}^2(x_t) (one more observation of x_t with noise variance lam). Exact, blocked (see
-    :func:`sum_posterior_variance`).
+    sigma_{t-1}^2(x_t) = (k(x_t, x_t) - k_{t-1}(x_t)^T (K_{t-1} + lam I)^{-1} k_{t-1}(x_t)) / lam, the variance of the
+    t-th pulled arm given all t - 1 earlier pulls (repeats counted), in the lam-scaled units of BBKB Eq. 2 with S = X_t
+    (BKB Eq. 4). With ``after_pull=True``, sigma_t^2(x_t) = s / (1 + s) for s = sigma_{t-1}^2(x_t) (one more observation
+    of x_t with noise variance lam). Exact, blocked (see [`sum_posterior_variance`][]).
 
     Args:
-        kernel_name: a key of :data:`sketchbo.kernels.KERNELS`.
+        kernel_name: a key of [`sketchbo.kernels.KERNELS`][].
         kernel_params: the kernel's parameters (missing ones take the kernel's defaults).
         arms: (A, d) candidate arms.
         queries: (T,) int arm indices in pull order; -1 entries are ignored.
@@ -255,7 +273,8 @@ def pull_variances(kernel_name, kernel_params, arms, queries, lam, *, after_pull
     return s / (1.0 + s) if after_pull else s
 
 
-def sum_posterior_variance(kernel_name, kernel_params, arms, queries, lam, *, after_pull: bool = False) -> float:
+def sum_posterior_variance(kernel_name: str, kernel_params: dict, arms: ArrayLike, queries: ArrayLike, lam: float, *,
+                           after_pull: bool = False) -> float:
     """sum_t sigma_{t-1}^2(x_t) of the exact GP posterior, lam-scaled (or sum_t sigma_t^2(x_t)).
 
     BBKB (ICML 2020) Thm. 2 states the regret in sum_{t=1}^T sigma_{t-1}^2(x_t) (the exact posterior, S = X_t in
@@ -264,14 +283,14 @@ def sum_posterior_variance(kernel_name, kernel_params, arms, queries, lam, *, af
     is sigma_{t-1}^2 / (1 + sigma_{t-1}^2) and never larger. In these units sum_t log(1 + sigma_{t-1}^2(x_t)) =
     log det(I + K_T / lam) (the chain rule of the Gaussian log-determinant).
 
-    Computation: exact, on the U unique pulled arms. Pulls are taken in blocks of :data:`BLOCK`; one Cholesky
-    factorisation of the block's posterior covariance (plus lam I) gives the sequential variances inside the block,
-    and a rank-block update of the posterior covariance brings it past the block, only for arms pulled again
-    later. O(U^2 T) flops as matrix products and O(U^2) memory; T = 10^4 random pulls of 2000 arms (d = 8) take a
-    few seconds on one CPU core.
+    Computation: exact, on the U unique pulled arms. Pulls are taken in blocks of [`BLOCK`][]; one Cholesky
+    factorisation of the block's posterior covariance (plus lam I) gives the sequential variances inside the block, and
+    a rank-block update of the posterior covariance brings it past the block, only for arms pulled again later. O(U^2 T)
+    flops as matrix products and O(U^2) memory; T = 10^4 random pulls of 2000 arms (d = 8) take a few seconds on one CPU
+    core.
 
     Args:
-        kernel_name: a key of :data:`sketchbo.kernels.KERNELS`.
+        kernel_name: a key of [`sketchbo.kernels.KERNELS`][].
         kernel_params: the kernel's parameters (missing ones take the kernel's defaults).
         arms: (A, d) candidate arms.
         queries: (T,) int arm indices in pull order; -1 entries are ignored.

@@ -17,8 +17,8 @@ ill-conditioned K_S,
              (= k(x,x)/lam + k_S(x)^T M k_S(x) with M = W^T V^{-1} W - K_S^+/lam = -B B^T),
     mu~(x)  = k_S(x)^T a,                       a = W^T V^{-1} sum_i z(x_i) Y_i,
 
-and is tested against the embedded form (:func:`embedded_variance`). Variances are in the papers'
-lam-scaled units: s~^2 = (GP posterior variance with noise lam) / lam.
+and is tested against the embedded form ([`embedded_variance`][]). Variances are in the papers' lam-scaled units: s~^2 =
+(GP posterior variance with noise lam) / lam.
 """
 from __future__ import annotations
 
@@ -31,16 +31,27 @@ from sketchbo.linalg import eig_on_width, mm, psd_inv_sqrt, sherman_morrison, sy
 
 
 class NystromPosterior(NamedTuple):
-    """W, Vinv, B and a are in the factor dtype (``posterior``'s ``fdtype``), the rest in the arms' dtype."""
+    """W, Vinv, B and a are in the factor dtype (``posterior``'s ``fdtype``), the rest in the arms' dtype.
 
-    W: jax.Array  # (m_max, m_max) K_S^{+1/2}, zero rows for dropped eigenvalues, zero columns for empty slots
-    Vinv: jax.Array  # (m_max, m_max) V^{-1}
-    B: jax.Array  # (m_max, m_max) W^T (I/lam - V^{-1})^{1/2}: s~^2(x) = k(x,x)/lam - ||B^T k_S(x)||^2
-    a: jax.Array  # (m_max,) mean weights on k_S(x)
-    mean: jax.Array  # (A,) mu~(x) for every arm
-    var: jax.Array  # (A,) s~^2(x) for every arm (lam-scaled), clamped at 0
-    rank: jax.Array  # () int, number of eigenvalues of K_S kept
-    max_clamp: jax.Array  # () largest negative rounding clamped to zero in var
+    Attributes:
+        W: `(m_max, m_max)` K_S^{+1/2}, zero rows for dropped eigenvalues, zero columns for empty slots
+        Vinv: `(m_max, m_max)` V^{-1}
+        B: `(m_max, m_max)` W^T (I/lam - V^{-1})^{1/2}: s~^2(x) = k(x,x)/lam - ||B^T k_S(x)||^2
+        a: `(m_max,)` mean weights on k_S(x)
+        mean: `(A,)` mu~(x) for every arm
+        var: `(A,)` s~^2(x) for every arm (lam-scaled), clamped at 0
+        rank: `()` int, number of eigenvalues of K_S kept
+        max_clamp: `()` largest negative rounding clamped to zero in var
+    """
+
+    W: jax.Array
+    Vinv: jax.Array
+    B: jax.Array
+    a: jax.Array
+    mean: jax.Array
+    var: jax.Array
+    rank: jax.Array
+    max_clamp: jax.Array
 
 
 def cross_kernel(kernel, kparams, X, Xs, mask):
@@ -67,12 +78,12 @@ def factor_dtype(dtype):
 def dictionary_factors(kernel, kparams, Xs, dict_mask, X_U, n_U, Y_U, lam, eig_method: str = "auto", eig=None):
     """The m x m algebra of a resparsification, in the dtype of its inputs: ``(W, Vinv, B, a, rank)``.
 
-    ``Xs`` (m_max, d) dictionary points, ``X_U`` (u_max, d) unique pulled arms with counts ``n_U`` and summed
-    rewards ``Y_U`` (0 in empty slots). V = Z_U^T N Z_U + lam I is formed from the embedded pulled arms
-    Z_U = K_US W^T, so it is positive definite by construction whatever the conditioning of K_S.
-    ``eig_method`` (static; ``linalg.EIG_METHODS``): the solver of both eigendecompositions, K_S and V
-    (``auto``: LAPACK's eigh on CPU, cyclic Jacobi on accelerators, ``linalg.resolve_eig_method``), or
-    ``eig``, a function of the matrix giving its ``(w, V)`` (:func:`posterior_on_width`).
+    ``Xs`` (m_max, d) dictionary points, ``X_U`` (u_max, d) unique pulled arms with counts ``n_U`` and summed rewards
+    ``Y_U`` (0 in empty slots). V = Z_U^T N Z_U + lam I is formed from the embedded pulled arms Z_U = K_US W^T, so it is
+    positive definite by construction whatever the conditioning of K_S. ``eig_method`` (static; ``linalg.EIG_METHODS``):
+    the solver of both eigendecompositions, K_S and V (``auto``: LAPACK's eigh on CPU, cyclic Jacobi on accelerators,
+    ``linalg.resolve_eig_method``), or ``eig``, a function of the matrix giving its ``(w, V)``
+    ([`posterior_on_width`][]).
     """
     W, rank = psd_inv_sqrt(kernel.k(kparams, Xs, Xs), dict_mask, eig_method, eig)
     # Empty slots need no masking below: W has zero columns there.
@@ -91,13 +102,12 @@ def posterior(kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pul
               fdtype=None, eig_method: str = "auto"):
     """Full DTC posterior of all arms for a new dictionary (one resparsification, docs/architecture.md#cost-model).
 
-    ``pulled_idx``/``pulled_mask`` (u_max,) list the unique pulled arms; ``counts``/``ysum`` are (A,).
-    The variance uses the square-root form s~^2(x) = k(x,x)/lam - ||B^T k_S(x)||^2 with
-    B = W^T (I/lam - V^{-1})^{1/2} (V >= lam I): one (A x m)(m x m) product, and no cancellation between
-    terms of size 1/(lam e_min(K_S)) as in k_S^T M k_S. Cost: K_AS (A m d), one A m^2 GEMM, O(U m^2 + m^3).
-    ``fdtype`` (static; default the arms' dtype) is the dtype of the m x m algebra (:func:`factor_dtype`):
-    W, Vinv, B, a come back in it, mean and var in the arms' dtype. ``eig_method`` (static): the
-    eigensolver of :func:`dictionary_factors`.
+    ``pulled_idx``/``pulled_mask`` (u_max,) list the unique pulled arms; ``counts``/``ysum`` are (A,). The variance uses
+    the square-root form s~^2(x) = k(x,x)/lam - ||B^T k_S(x)||^2 with B = W^T (I/lam - V^{-1})^{1/2} (V >= lam I): one
+    (A x m)(m x m) product, and no cancellation between terms of size 1/(lam e_min(K_S)) as in k_S^T M k_S. Cost: K_AS
+    (A m d), one A m^2 GEMM, O(U m^2 + m^3). ``fdtype`` (static; default the arms' dtype) is the dtype of the m x m
+    algebra ([`factor_dtype`][]): W, Vinv, B, a come back in it, mean and var in the arms' dtype. ``eig_method``
+    (static): the eigensolver of [`dictionary_factors`][].
     """
     fdt = arms.dtype if fdtype is None else fdtype
     Xs, W, Vinv, B, a, rank = _factors(kernel, kparams, arms, dict_idx, dict_mask, pulled_idx, pulled_mask, counts,
@@ -108,7 +118,7 @@ def posterior(kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pul
 
 def _factors(kernel, kparams, arms, dict_idx, dict_mask, pulled_idx, pulled_mask, counts, ysum, lam, fdt, eig_method,
              eig=None):
-    """The dictionary points ``Xs`` (m_max, d) and :func:`dictionary_factors` of a new dictionary, in ``fdt``."""
+    """The dictionary points ``Xs`` (m_max, d) and [`dictionary_factors`][] of a new dictionary, in ``fdt``."""
     kp_f = jax.tree.map(lambda v: jnp.asarray(v).astype(fdt), kparams)
     n_U = jnp.where(pulled_mask, counts[pulled_idx], 0.0).astype(fdt)
     Y_U = jnp.where(pulled_mask, ysum[pulled_idx], 0.0).astype(fdt)
@@ -119,9 +129,9 @@ def _factors(kernel, kparams, arms, dict_idx, dict_mask, pulled_idx, pulled_mask
 
 
 def arm_moments(kernel, kparams, arms, kdiag, Xs, a, B, lam):
-    """The O(A m^2) part of :func:`posterior`: ``(mean (A,), var (A,), max_clamp)`` of every arm from the
-    dictionary points ``Xs`` (w, d) and the factors ``a`` (w,), ``B`` (w, k) of their slots, in the arms'
-    dtype. Empty slots have zero rows in ``a`` and ``B``, so slots beyond the last used one may be left out."""
+    """The O(A m^2) part of [`posterior`][]: ``(mean (A,), var (A,), max_clamp)`` of every arm from the dictionary
+    points ``Xs`` (w, d) and the factors ``a`` (w,), ``B`` (w, k) of their slots, in the arms' dtype. Empty slots have
+    zero rows in ``a`` and ``B``, so slots beyond the last used one may be left out."""
     dt = arms.dtype
     # The barrier materialises K_AS once; without it XLA on CPU fuses (and repeats) the exp into every
     # consumer, which measured 3x slower.
@@ -132,14 +142,16 @@ def arm_moments(kernel, kparams, arms, kdiag, Xs, a, B, lam):
     return mean, jnp.maximum(var_raw, 0.0), jnp.maximum(-jnp.min(var_raw), 0.0)
 
 
-SLOT_BLOCK = 32  # granularity of the dictionary widths a resparsification computes on (:func:`slot_widths`)
-MOST_WIDTHS = 4  # widths at most: each is a branch of the compiled program
+SLOT_BLOCK = 32
+"""The granularity of the dictionary widths a resparsification computes on ([`slot_widths`][])."""
+MOST_WIDTHS = 4
+"""The most dictionary widths: each is a branch of the compiled program."""
 
 
 def slot_widths(m_max: int, block: int = SLOT_BLOCK, most: int = MOST_WIDTHS) -> tuple[int, ...]:
-    """The static widths of :func:`posterior_on_width`: m_max j / most for j < most, each rounded up to a
-    multiple of ``block``, those at least block / 2 below m_max, then m_max (``block`` 0: m_max alone).
-    m_max = 96: (32, 64, 96); 99: (32, 64, 99); 128: (32, 64, 96, 128); 918: (256, 480, 704, 918)."""
+    """The static widths of [`posterior_on_width`][]: m_max j / most for j < most, each rounded up to a multiple of
+    ``block``, those at least block / 2 below m_max, then m_max (``block`` 0: m_max alone). m_max = 96: (32, 64, 96);
+    99: (32, 64, 99); 128: (32, 64, 96, 128); 918: (256, 480, 704, 918)."""
     if block <= 0:
         return (m_max,)
     below = {block * -(-(m_max * j) // (most * block)) for j in range(1, most)}
@@ -155,17 +167,16 @@ def width_index(dict_mask, widths):
 
 def posterior_on_width(index, kernel, kparams, arms, kdiag, dict_idx, dict_mask, pulled_idx, pulled_mask, counts,
                        ysum, lam, fdtype=None, eig_method: str = "auto", block: int = SLOT_BLOCK):
-    """:func:`posterior` computed on the first w = ``slot_widths(m_max, block)[index]`` dictionary slots, returned
-    at m_max slots (docs/architecture.md#cost-model). The slots beyond w must be empty (:func:`width_index`
-    gives the narrowest such w). Then K_S and V are block diagonal beyond w (zero, and lam I), so both
-    eigendecompositions come from their w x w blocks (``linalg.eig_on_width``), W, B and a are zero beyond
-    w and V^{-1} is I/lam there, and every arm's mean and variance (:func:`arm_moments`) needs only the
-    first w slots: O(A w^2) for the arms and O(w^3) for the eigendecompositions in place of O(A m_max^2)
-    and O(m_max^3) (the m x m products between them stay at m_max), while the dictionary grows slowly
-    (Cadata: 32 arms at t = 100, 79 at 10^4). The result is the full posterior up to the rounding of
-    products of another size and a rotation of the embedding (which leaves W^T W, B B^T, W^T V^{-1} W and
-    a unchanged). ``index`` may be traced: a ``lax.switch`` per eigendecomposition and one for the arms,
-    one branch per width (under ``vmap`` a per-seed index computes every branch)."""
+    """[`posterior`][] computed on the first w = ``slot_widths(m_max, block)[index]`` dictionary slots, returned at
+    m_max slots (docs/architecture.md#cost-model). The slots beyond w must be empty ([`width_index`][] gives the
+    narrowest such w). Then K_S and V are block diagonal beyond w (zero, and lam I), so both eigendecompositions come
+    from their w x w blocks (``linalg.eig_on_width``), W, B and a are zero beyond w and V^{-1} is I/lam there, and every
+    arm's mean and variance ([`arm_moments`][]) needs only the first w slots: O(A w^2) for the arms and O(w^3) for the
+    eigendecompositions in place of O(A m_max^2) and O(m_max^3) (the m x m products between them stay at m_max), while
+    the dictionary grows slowly (Cadata: 32 arms at t = 100, 79 at 10^4). The result is the full posterior up to the
+    rounding of products of another size and a rotation of the embedding (which leaves W^T W, B B^T, W^T V^{-1} W and a
+    unchanged). ``index`` may be traced: a ``lax.switch`` per eigendecomposition and one for the arms, one branch per
+    width (under ``vmap`` a per-seed index computes every branch)."""
     fdt = arms.dtype if fdtype is None else fdtype
     widths = slot_widths(dict_idx.shape[0], block)
     Xs, W, Vinv, B, a, rank = _factors(kernel, kparams, arms, dict_idx, dict_mask, pulled_idx, pulled_mask, counts,

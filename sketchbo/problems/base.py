@@ -19,16 +19,41 @@ class Problem(NamedTuple):
 
     ``suggested``: hyperparameters that suit the problem (e.g. ``{"lam": 0.01, "F": 1.0}``), which a run of
     an algorithm that takes them uses unless the user sets them; None: the algorithm's own defaults.
+
+    Attributes:
+        name: the problem's key (results, progress, checkpoints).
+        arms: `(A, d)` float64, the arms.
+        f: `(A,)` float64, the noiseless reward of each arm.
+        noise_std: the standard deviation of the Gaussian feedback noise; None: a run uses $\\xi = \\sqrt{\\lambda}$
+            (docs/protocols.md#finite-arm-protocol, $\\xi^2 = \\lambda$).
+        kernel: the problem's default kernel, ``{"name": ..., **hyperparameters}``.
+        samples: `(A, S)` float64, the recorded rewards of each arm, NaN-padded; None: Gaussian feedback.
+        n_samples: `(A,)` int64 in $[1, S]$, the number of recorded rewards of each arm (with ``samples``).
+        suggested: hyperparameters suited to the problem, e.g. ``{"lam": 0.01, "F": 1.0}``; None: the algorithm's
+            defaults.
+
+    Examples:
+        Your own finite benchmark: 400 arms of a line, a known reward, Gaussian feedback:
+
+        ```python
+        import numpy as np
+        import sketchbo as sb
+
+        arms = np.linspace(0, 1, 400)[:, None]
+        mine = sb.Problem(name="wave", arms=arms, f=np.sin(12 * arms[:, 0]), noise_std=0.1,
+                          kernel={"name": "rbf", "sigma2": 0.01})
+        res = sb.run("bbkb", mine, T=50, progress=False)   # regret is measured on f
+        ```
     """
 
     name: str
-    arms: np.ndarray  # (A, d) float64
-    f: np.ndarray  # (A,) float64, noiseless reward of each arm
-    noise_std: float | None  # None: the runner uses xi = sqrt(lam) (docs/protocols.md#finite-arm-protocol, xi^2 = lam)
-    kernel: dict  # default kernel for this problem
-    samples: np.ndarray | None = None  # (A, S) float64 recorded rewards per arm, NaN-padded; None: Gaussian
-    n_samples: np.ndarray | None = None  # (A,) int64 in [1, S], recorded rewards of each arm (with samples)
-    suggested: dict | None = None  # {"lam": float > 0, "F": float >= 0, ...} suited to the problem
+    arms: np.ndarray
+    f: np.ndarray
+    noise_std: float | None
+    kernel: dict
+    samples: np.ndarray | None = None
+    n_samples: np.ndarray | None = None
+    suggested: dict | None = None
 
 
 def _numeric(name: str, value) -> np.ndarray:

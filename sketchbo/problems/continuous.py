@@ -22,14 +22,14 @@ same box, minimiser x* + o (it must stay in the box), same f_min. At c = 0 it is
 standard boxes of these three put the minimiser at or near the box centre, where the random-embedding methods
 (REMBO, HeSBO) map y = 0; the alternating signs make o no multiple of (1, ..., 1).
 
-A :class:`ContinuousProblem` carries ``fn``, a pure JAX function of one point on the standard box,
-so that algorithms evaluate it inside their compiled program (``value``).
+A [`ContinuousProblem`][] carries ``fn``, a pure JAX function of one point on the standard box, so that algorithms
+evaluate it inside their compiled program (``value``).
 """
 from __future__ import annotations
 
 import functools
 
-from typing import Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -37,22 +37,38 @@ import numpy as np
 
 from sketchbo.problems.synthetic import check_int, check_noise_std
 
+if TYPE_CHECKING:
+    from sketchbo.spaces import Box
 
 
 class ContinuousProblem(NamedTuple):
-    """A box-constrained minimisation problem seen through the unit cube: a box, an objective and, for a
-    benchmark, its minimum (``f_min``; None for a user's objective: no regret is computed)."""
+    """A box-constrained minimisation problem seen through the unit cube: a box, an objective and, for a benchmark, its
+    minimum (``f_min``; None for a user's objective: no regret is computed).
+
+    Attributes:
+        name: the problem's key (results, progress, checkpoints).
+        d: the dimension.
+        lower: `(d,)` float64, the lower corner of the standard box.
+        upper: `(d,)` float64, the upper corner.
+        fn: the objective, a pure JAX function: a point `(d,)` of the standard box to its value `()`.
+        f_min: the global minimum of $f$ (regret $= f(x) - f_{\\min}$); None: unknown.
+        u_opt: `(d,)` a minimiser in unit-cube coordinates, when known.
+        noise_std: the feedback is $y = -f(x) + \\sigma \\varepsilon$, $\\varepsilon \\sim N(0, 1)$, with $\\sigma$ =
+            ``noise_std``.
+        uniform_mean: $E_{u \\sim U[0,1]^d} f(u)$; None: estimated when needed.
+        uniform_samples: the Monte Carlo points of that estimate.
+    """
 
     name: str
     d: int
-    lower: np.ndarray  # (d,) float64 lower corner of the standard box
-    upper: np.ndarray  # (d,) float64 upper corner
-    fn: Callable  # x (d,) on the standard box -> () f(x), pure JAX
-    f_min: float | None  # global minimum of f (regret = f(x) - f_min); None: unknown
-    u_opt: np.ndarray | None  # (d,) a minimiser in unit coordinates, when known
-    noise_std: float  # feedback y = -f(x) + noise_std N(0, 1)
-    uniform_mean: float | None  # E_{u ~ U[0,1]^d} f(u), or None: estimated when needed
-    uniform_samples: int = 4096  # Monte Carlo points of that estimate
+    lower: np.ndarray
+    upper: np.ndarray
+    fn: Callable
+    f_min: float | None
+    u_opt: np.ndarray | None
+    noise_std: float
+    uniform_mean: float | None
+    uniform_samples: int = 4096
 
 
 def to_box(problem: ContinuousProblem, u):
@@ -87,12 +103,12 @@ def estimate_uniform_mean(problem: ContinuousProblem, n: int | None = None, chun
                                          for i in range(0, n, chunk)])))
 
 
-def box_problem(space, fn, *, name: str = "objective", f_min: float | None = None,
+def box_problem(space: Box, fn: Callable, *, name: str = "objective", f_min: float | None = None,
                 noise_std: float = 0.0) -> ContinuousProblem:
     """A user's box problem: minimise ``fn`` over ``space`` (the box algorithms maximise the reward -fn).
 
     Args:
-        space: a :class:`sketchbo.Box`.
+        space: a [`sketchbo.Box`][sketchbo.spaces.Box].
         fn: a pure JAX function of one point ``x`` (d,) in the box's coordinates, returning a scalar; it is
             evaluated inside the compiled program, once per query (T times in a run of horizon T).
         name: names the problem in messages and results.
@@ -100,10 +116,23 @@ def box_problem(space, fn, *, name: str = "objective", f_min: float | None = Non
         noise_std: standard deviation of Gaussian noise added to each observed reward.
 
     Returns:
-        The :class:`ContinuousProblem` that ``sketchbo.run`` takes.
+        The [`ContinuousProblem`][] that ``sketchbo.run`` takes.
 
     Raises:
         ValueError: naming the argument that is not valid.
+
+    Examples:
+        A quadratic bowl on $[-2, 2]^2$ with its known minimum, so that regret is reported:
+
+        ```python
+        import jax.numpy as jnp
+        import sketchbo as sb
+
+        bowl = sb.box_problem(sb.Box([-2.0, -2.0], [2.0, 2.0]), lambda x: jnp.sum((x - 0.5) ** 2), name="bowl",
+                              f_min=0.0)
+        res = sb.run("gssbo", bowl, T=22, progress=False)
+        res.best_point                 # (1, 2), in the box's coordinates
+        ```
     """
     from sketchbo.spaces import Box
 
@@ -231,6 +260,7 @@ CONTINUOUS_PROBLEMS = {
     "powell50": powell50,
     "rastrigin100": rastrigin100,
 }
+"""The continuous benchmarks' factories, by name."""
 
 __all__ = ["CONTINUOUS_PROBLEMS", "ContinuousProblem", "batch_values", "box_problem", "estimate_uniform_mean", "to_box", "value",
            "eggholder2", "hartmann6", "levy20", "powell50", "rastrigin100"]

@@ -10,11 +10,10 @@ docs/protocols.md#finite-arm-protocol.
 * Kernel k(x, x') = exp(-||x - x'||^2 / (2 sigma2)) with sigma2 = 5; ``noise_std=None`` so that the
   runner uses xi = sqrt(lam).
 
-Data files are never part of the repository. :func:`find_data_file` looks, in order, in an explicit
-``data_dir``, in ``$SKETCHBO_DATA_DIR`` and in the cache (``$SKETCHBO_CACHE_DIR`` or
-``~/.cache/sketchbo``); otherwise it downloads the file from its public source into the cache. Every
-file, wherever it is found or however obtained, must match the published sha256 (:data:`SHA256`;
-docs/problems.md#data-files).
+Data files are never part of the repository. [`find_data_file`][] looks, in order, in an explicit ``data_dir``, in
+``$SKETCHBO_DATA_DIR`` and in the cache (``$SKETCHBO_CACHE_DIR`` or ``~/.cache/sketchbo``); otherwise it downloads the
+file from its public source into the cache. Every file, wherever it is found or however obtained, must match the
+published sha256 ([`SHA256`][]; docs/problems.md#data-files).
 """
 from __future__ import annotations
 
@@ -42,12 +41,14 @@ SHA256 = {
     CADATA_FILE: "d3d8a1a722ae78f91134862727d27a70b1415e7d512a89140406248687f4b902",
     PIMA_FILE: "f463aa68699b14a786355b886c0714d8d0fd2a6eb4e4678d1643057b5f693ecc",
 }
+"""The published checksums of the original data files (docs/problems.md#data-files)."""
 
 # Public sources; tests point these at file:// URLs.
 DATA_URLS = {
     ABALONE_FILE: "https://archive.ics.uci.edu/ml/machine-learning-databases/abalone/abalone.data",
     CADATA_FILE: "https://www.dcc.fc.up.pt/~ltorgo/Regression/cal_housing.tgz",
 }
+"""The public sources of the data files that can be downloaded."""
 
 # Files that are a member of a .tgz archive rather than the downloaded file itself.
 ARCHIVE_MEMBERS = {CADATA_FILE: "CaliforniaHousing/cal_housing.data"}
@@ -126,9 +127,9 @@ def _check_known(filename: str) -> None:
 def find_data_file(filename: str, data_dir=None, download: bool = True) -> Path:
     """Path of a verified copy of ``filename``, downloading it into the cache if needed.
 
-    Searches :func:`search_dirs`; the first copy found is checked against :data:`SHA256` (a
-    mismatch is a ValueError). With nothing found and ``download`` true, the file is fetched from
-    :data:`DATA_URLS` into :func:`cache_dir`; a failed download is a FileNotFoundError.
+    Searches [`search_dirs`][]; the first copy found is checked against [`SHA256`][] (a mismatch is a ValueError). With
+    nothing found and ``download`` true, the file is fetched from [`DATA_URLS`][] into [`cache_dir`][]; a failed
+    download is a FileNotFoundError.
     """
     _check_known(filename)
     if not isinstance(download, (bool, np.bool_)):

@@ -1,10 +1,9 @@
 """Synthetic finite-arm problems (no download needed).
 
-* :func:`gp_sample`: a reward function drawn from the zero-mean GP prior with the Gaussian (rbf)
-  kernel k(x, x') = exp(-||x - x'||^2 / (2 sigma2)) of BKB (Calandriello et al., COLT 2019) and
-  BBKB (Calandriello et al., ICML 2020), on arms uniform in [-1, 1]^d; the project's embedded
-  default problem (docs/protocols.md#finite-arm-protocol).
-* :func:`linear`: the linear problem of the examples in the authors' public BBKB code
+* [`gp_sample`][]: a reward function drawn from the zero-mean GP prior with the Gaussian (rbf) kernel k(x, x') =
+  exp(-||x - x'||^2 / (2 sigma2)) of BKB (Calandriello et al., COLT 2019) and BBKB (Calandriello et al., ICML 2020), on
+  arms uniform in [-1, 1]^d; the project's embedded default problem (docs/protocols.md#finite-arm-protocol).
+* [`linear`][]: the linear problem of the examples in the authors' public BBKB code
   (docs/protocols.md#bbkb-code-vs-paper): arms ~ N(0, I), f(x) = x^T w* with w* ~ N(0, I), and the code's noise
   heuristic noise_std = sqrt((max f - min f) * 0.01).
 

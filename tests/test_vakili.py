@@ -52,6 +52,55 @@ def _k(kp, X, Y):
 
 
 # ----------------------------------------------------------------------------- Eq. (4)-(5), lambda_max
+def _eq4_and_exact(rng):
+    """One random dense float64 case: the SVGP variance of Eq. (4), the exact GP variance (noise tau^2) at 80
+    points, and lambda_max of k_XX - kappa_XX (Thm 3.5), with repeated data points as in a bandit."""
+    d, s2, tau2 = int(rng.integers(1, 4)), float(rng.choice([0.05, 0.3, 1.0])), float(rng.choice([0.1, 0.5, 2.0]))
+    P = rng.uniform(-1, 1, (80, d))
+    X, Z = P[rng.integers(0, 80, int(rng.integers(5, 60)))], P[rng.choice(80, int(rng.integers(1, 20)), replace=False)]
+    k = lambda a, b: np.exp(-((a[:, None, :] - b[None]) ** 2).sum(-1) / (2 * s2))  # noqa: E731
+    K_PZ, K_ZZ, K_XZ, K_PX, K_XX = k(P, Z), k(Z, Z), k(X, Z), k(P, X), k(X, X)
+    svgp = (1 - np.sum(K_PZ * np.linalg.solve(K_ZZ, K_PZ.T).T, 1)
+            + np.sum(K_PZ * np.linalg.solve(K_ZZ + K_XZ.T @ K_XZ / tau2, K_PZ.T).T, 1))
+    exact_var = 1 - np.sum(K_PX * np.linalg.solve(K_XX + tau2 * np.eye(len(X)), K_PX.T).T, 1)
+    lam_max = np.linalg.eigvalsh(K_XX - K_XZ @ np.linalg.solve(K_ZZ, K_XZ.T))[-1]
+    return svgp, exact_var, lam_max, tau2, np.linalg.cond(K_ZZ)
+
+
+def test_lemma_g1_does_not_hold_in_general_the_library_agrees_with_the_dense_formulas():
+    """Vakili et al., Lemma G.1 states sigma^2 <= sigma-bar^2 <= (1 + lambda_max / tau^2) sigma^2 at every x. Dense
+    float64 evaluations of Eq. (4) and of the exact GP say otherwise: the SVGP variance falls below the exact one
+    (the proof's step Psi^T Psi <= Phi^T Phi fails: P A P <= A does not hold for a projection P), and on some
+    well-conditioned cases it exceeds the upper bound too. The library's sigma-bar^2 and lambda_max are the dense
+    ones here (so this is the lemma, not our code); docs/reliability.md#papers-lemmas states the numbers."""
+    arms, kp, pulls, y, counts, ysum = _data(A=90, n=60, seed=15)
+    z = np.random.default_rng(12).choice(90, 12, replace=False)
+    z_idx, z_mask = jnp.asarray(z, jnp.int32), jnp.ones(12, bool)
+    u_idx, u_mask, _ = nystrom.pulled_list(counts, 64)
+    stats = sparse_bounds.svgp_statistics(RBF, kp, arms, RBF.diag(kp, arms), z_idx, z_mask, u_idx, u_mask, counts,
+                                          ysum, 0.5)
+    _, var = exact.dense_posterior(RBF, kp, arms, counts, ysum, 0.5)
+    gap = np.asarray(stats.var) - np.asarray(var)
+    assert gap.min() < -0.01, gap.min()  # sigma-bar^2 below sigma^2 by more than rounding (-0.035 at one arm)
+    rng = np.random.default_rng(0)
+    cases = [_eq4_and_exact(rng) for _ in range(60)]
+    lower = [c for c in cases if np.any(c[0] < c[1] - 1e-9)]
+    upper = [c for c in cases if c[4] < 1e4 and np.any(c[0] > (1 + c[2] / c[3]) * c[1] * (1 + 1e-6))]
+    assert len(lower) > len(cases) // 2 and upper, (len(lower), len(upper))
+
+
+@pytest.mark.parametrize("N", [2, 3, 12, 100, 300, 1000, 4097, 10_000, 65_537, 10**6])
+def test_sbpe_batch_count_is_within_the_bound_with_base_2_logarithms(N):
+    """B <= ceil(log log N) + 1 (Vakili et al. §5, citing Li & Scarlett 2022, Prop. 1) for the schedule
+    N_i = ceil(sqrt(N N_{i-1})): the lengths satisfy N_i >= N^(1 - 2^-i), so the bound holds with base-2 logarithms
+    (2^B >= log2 N). With natural logarithms it does not: N = 12 and 100 take one batch more."""
+    B = len(batch_lengths(N))
+    assert sum(batch_lengths(N)) == N
+    assert B <= math.ceil(math.log2(math.log2(N))) + 1 if N > 2 else B <= 2
+    if N in (12, 100):
+        assert B > math.ceil(math.log(math.log(N))) + 1
+
+
 
 @pytest.mark.parametrize("tau2", [0.05, 0.5])
 def test_svgp_statistics_equal_the_dense_formulas_of_eq_4_and_5(tau2):

@@ -67,6 +67,30 @@ def _eq4_and_exact(rng):
     return svgp, exact_var, lam_max, tau2, np.linalg.cond(K_ZZ)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_theorem_3_2_the_svgp_variance_is_projection_plus_noise_free_plus_noise_error(seed):
+    """Vakili et al., Thm 3.2: sigma-bar^2(x) = sup_{|g|_k <= 1} (g - Pi_kappa g)(x)^2
+    + sup_{|g|_kappa <= 1} (g(x) - V(x)^T g_X)^2 + tau^2 |V(x)|^2, with V of Eq. (5). The two sups are squared
+    RKHS norms of representers: k(x, x) - kappa(x, x), and kappa(x, x) - 2 V^T kappa_X(x) + V^T kappa_XX V. All
+    three terms dense in float64, against the library's sigma-bar^2 (Eq. (4), `svgp_statistics`)."""
+    arms, kp, pulls, y, counts, ysum = _data(A=60, n=40, seed=20 + seed)
+    tau2 = (0.05, 0.3, 1.0)[seed]
+    z = np.random.default_rng(seed).choice(60, 7 + 4 * seed, replace=False)
+    u_idx, u_mask, _ = nystrom.pulled_list(counts, 64)
+    stats = sparse_bounds.svgp_statistics(RBF, kp, arms, RBF.diag(kp, arms), jnp.asarray(z, jnp.int32),
+                                          jnp.ones(z.size, bool), u_idx, u_mask, counts, ysum, tau2)
+    P, X = np.asarray(arms), np.asarray(arms)[pulls]
+    K_PZ, K_ZZ, K_XZ = _k(kp, P, P[z]), _k(kp, P[z], P[z]), _k(kp, X, P[z])
+    V = K_PZ @ np.linalg.solve(tau2 * K_ZZ + K_XZ.T @ K_XZ, K_XZ.T)  # (A, n): V(x)^T of Eq. (5), one row per x
+    kappa = lambda a, b: a @ np.linalg.solve(K_ZZ, b.T)  # noqa: E731  kappa(x, x') of Eq. (6) from k_Z rows
+    kappa_PP = np.sum(K_PZ * np.linalg.solve(K_ZZ, K_PZ.T).T, 1)
+    projection = np.ones(len(P)) - kappa_PP  # k(x, x) = 1 (rbf)
+    noise_free = kappa_PP - 2 * np.sum(V * kappa(K_PZ, K_XZ), 1) + np.sum((V @ kappa(K_XZ, K_XZ)) * V, 1)
+    noise = tau2 * np.sum(V ** 2, 1)
+    assert projection.min() >= -1e-10 and noise_free.min() >= -1e-10
+    np.testing.assert_allclose(projection + noise_free + noise, np.asarray(stats.var), rtol=1e-7, atol=1e-10)
+
+
 def test_lemma_g1_does_not_hold_in_general_the_library_agrees_with_the_dense_formulas():
     """Vakili et al., Lemma G.1 states sigma^2 <= sigma-bar^2 <= (1 + lambda_max / tau^2) sigma^2 at every x. Dense
     float64 evaluations of Eq. (4) and of the exact GP say otherwise: the SVGP variance falls below the exact one

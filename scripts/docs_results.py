@@ -23,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import docs_records as _docs_records  # noqa: E402
 from docs_records import md_table, percent, pm, sig, times  # noqa: E402
+import table_gssbo  # noqa: E402
 
 EXPERIMENTS = HERE.parent / "experiments"
 
@@ -117,18 +118,9 @@ def rel(x: float) -> str:
     return f"{x:.2f}×" if x < 10 else times(x)
 
 
-def num(v: float) -> str:
-    """A table number: whole from 100 on, three significant digits below (``196``, ``0.0637``)."""
-    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
-
-
 def regret_cell(mean: float, sd: float) -> str:
-    """``mean ± sd`` as the GSSBO tables write it: ``196 ± 79``, ``250 ± 2.4``, ``(2.76 ± 0.18)e8``."""
-    if abs(mean) >= 1e5:
-        e = int(math.floor(math.log10(abs(mean))))
-        return f"({mean / 10 ** e:.2f} ± {sd / 10 ** e:.2f})e{e}"
-    spread = f"{sd:.0f}" if sd >= 10 else f"{sd:.1f}" if sd >= 1 else f"{sd:.2g}"
-    return f"{num(mean)} ± {spread}"
+    """``mean ± sd`` as the GSSBO tables write it (``scripts/table_gssbo.py``'s cell: ``196 ± 79``, ``(2.76 ± 0.18)e8``)."""
+    return table_gssbo.cell(mean, sd)
 
 
 def ratio_cell(values) -> str:

@@ -32,6 +32,19 @@ ratio_threshold)``, then ``initialize`` / ``predict`` / ``update``):
   1-d vectors; with two or more dimensions the call is unchanged.
 * Regret: R_T of both is computed here from the arms each pulled and our problem's noiseless f.
 
+``--speed`` makes it the performance benchmark that docs/benchmarks.md#authors-speed quotes: both codes, same
+protocol, each measurement in a fresh process started from this one, alternating the two codes ``--repeats`` times
+(default 2), medians reported, and the ratio authors / sketchbo of each row::
+
+    SKETCHBO_DATA_DIR=/path/to/data python scripts/bench_authors.py --authors-dir ~/src/batch-bkb --speed \\
+        --out experiments/bench_authors_speed.json
+
+Rows: one seed (the authors' code with one BLAS thread, and with two), sketchbo cold (compilation cache off, so it
+compiles) and warm (a second identical process, loading the programs a first one stored); ten seeds (the authors'
+seeds one after another, as the issue's target counts them, and over two processes, one per core), sketchbo
+float64 and float32 in one program (cold). Times are of the run alone: Python's start, the imports and the data's
+loading are left out for both codes. sketchbo's compilation and execution are reported apart.
+
 Seeds: their randomness (the initial arm, the feedback noise, the dictionary resampling) comes from
 ``numpy.random.RandomState(s)`` for s = 0..n−1; ours from JAX keys of seeds 0..n−1. They are not the same
 random streams: compare statistics, not trajectories. Our seeds run one after another, like theirs; the
@@ -40,12 +53,16 @@ compilation of our program (first seed) is reported apart and excluded from the 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime
 import importlib
 import json
 import os
 import platform
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -436,6 +453,143 @@ def footer_lines(summaries: dict, r_unif: float, compile_s: float, meta: dict) -
             "at end", SEEDS_NOTE]
 
 
+# ------------------------------------------------------------------------------------------ --speed
+
+# (row, implementation, seeds, dtype or BLAS threads, compilation cache) of the speed table, in order; each row is one
+# fresh process. The warm row runs after an unmeasured process that fills the cache with the same program.
+SPEED_ROWS = (
+    ("1 seed", "authors", 1, "1 thread", None),
+    ("1 seed", "authors", 1, "2 threads", None),
+    ("1 seed", "sketchbo", 1, "float64", "off"),
+    ("1 seed, warm", "sketchbo", 1, "float64", "warm"),
+    ("10 seeds", "authors", 10, "1 thread", None),
+    ("10 seeds", "authors", 10, "2 processes", None),
+    ("10 seeds", "sketchbo", 10, "float64", "off"),
+    ("10 seeds", "sketchbo", 10, "float32", "off"),
+)
+# the ratios the speed table states: (name, authors' row, sketchbo's row), rows as indices into SPEED_ROWS
+SPEED_RATIOS = (("1 seed, cold", 0, 2), ("1 seed, warm", 0, 3), ("10 seeds float64", 4, 6),
+                ("10 seeds float32", 4, 7), ("10 seeds float64, authors on 2 cores", 5, 6))
+
+
+def speed_worker(job: dict) -> dict:
+    """One measurement, in this (fresh) process: ``job`` names the implementation, problem, T, seeds and dtype.
+
+    Returns:
+        ``{"wall_s", "compile_s", "exec_s", "ratio"}``: the run's time (sketchbo: ``sb.run``'s wall time, its
+        compilation and execution apart; the authors: the sum of their seeds' times), and R_T/R_unif per seed.
+    """
+    problem = sb.make_problem(job["problem"])
+    proto = protocol(problem, job["T"])
+    seeds = list(job["seeds"])
+    if job["impl"] == "authors":
+        bkb_lib, utils = load_authors(job["authors_dir"])
+        dot = authors_kernel(utils, problem.kernel)
+        records = [run_authors_seed(bkb_lib, dot, problem, proto, job["T"], s) for s in seeds]
+        wall, compile_s = sum(r["time_s"] for r in records), 0.0
+        ratios = [seed_metrics(r, problem.f)["ratio"] for r in records]
+    else:
+        sb.use_cpu_cores()
+        res = sb.run("bbkb", problem, T=job["T"], n_seeds=len(seeds), seed=seeds[0], params=our_params(proto, job["T"]),
+                     dtype=job["dtype"], progress=False)
+        wall, compile_s = float(res.wall_time_s), float(res.compile_time_s)
+        ratios = np.asarray(res.regret_ratio, float).tolist()
+    return {"wall_s": wall, "compile_s": compile_s, "exec_s": wall - compile_s, "ratio": ratios}
+
+
+def _spawn(job: dict, env: dict) -> dict:
+    """``speed_worker(job)`` in a fresh Python process with the environment ``env``."""
+    proc = subprocess.run([sys.executable, __file__, "--speed-worker", json.dumps(job)], env=env, capture_output=True,
+                          text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the measurement {job} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def speed_row(row: tuple, args, cache_dir: Path) -> dict:
+    """One measurement of a row of [`SPEED_ROWS`][] (two processes side by side for the authors' "2 processes")."""
+    _, impl, n, variant, cache = row
+    env = dict(os.environ)
+    job = {"impl": impl, "problem": args.problem, "T": args.T, "seeds": list(range(n)), "authors_dir": str(args.authors_dir),
+           "dtype": variant if impl == "sketchbo" else "float64"}
+    if impl == "authors":
+        env["OPENBLAS_NUM_THREADS"] = "2" if variant == "2 threads" else "1"
+        if variant == "2 processes":
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                halves = [{**job, "seeds": job["seeds"][i::2]} for i in range(2)]
+                t0 = time.perf_counter()
+                parts = list(pool.map(lambda j: _spawn(j, env), halves))
+            return {"wall_s": max(p["wall_s"] for p in parts), "compile_s": 0.0,
+                    "exec_s": max(p["wall_s"] for p in parts), "ratio": parts[0]["ratio"] + parts[1]["ratio"],
+                    "processes_s": time.perf_counter() - t0}
+        return _spawn(job, env)
+    if cache == "warm":
+        env["SKETCHBO_COMPILE_CACHE"] = str(cache_dir)
+        _spawn(job, env)  # fills the cache (not measured)
+    else:
+        env["SKETCHBO_COMPILE_CACHE"] = "off"
+    return _spawn(job, env)
+
+
+def run_speed(args, log=None) -> dict:
+    """Every row of [`SPEED_ROWS`][], ``args.repeats`` times in turn (the codes alternate within each repeat).
+
+    Returns:
+        ``{"rows": [{"row", "impl", "seeds", "variant", "runs": [measurement, ...], "median": {...}}], "ratios": {...}}``.
+    """
+    rows = [{"row": r[0], "impl": r[1], "seeds": r[2], "variant": r[3], "cache": r[4], "runs": []} for r in SPEED_ROWS]
+    with tempfile.TemporaryDirectory(prefix="bench-cache-") as tmp:
+        for rep in range(args.repeats):
+            for i, row in enumerate(SPEED_ROWS):
+                shutil.rmtree(Path(tmp) / str(i), ignore_errors=True)
+                out = speed_row(row, args, Path(tmp) / str(i))
+                rows[i]["runs"].append(out)
+                if log:
+                    log(f"repeat {rep + 1}/{args.repeats} {row[0]:13s} {row[1]:8s} {row[3]:11s}: "
+                        f"{out['wall_s']:.2f} s (compile {out['compile_s']:.2f} s)")
+    for r in rows:
+        r["median"] = {k: float(np.median([run[k] for run in r["runs"]])) for k in ("wall_s", "compile_s", "exec_s")}
+        r["median"]["ratio"] = float(np.mean([np.mean(run["ratio"]) for run in r["runs"]]))
+    ratios = {name: rows[a]["median"]["wall_s"] / rows[b]["median"]["wall_s"] for name, a, b in SPEED_RATIOS}
+    return {"rows": rows, "ratios": ratios}
+
+
+def format_speed(result: dict) -> str:
+    """The speed table (medians) and the ratios, as printed."""
+    head = ("row", "code", "variant", "wall [s]", "compile [s]", "exec [s]", "R_T/R_unif", "runs [s]")
+    lines = [head]
+    for r in result["rows"]:
+        m = r["median"]
+        comp = f"{m['compile_s']:.2f}" if r["impl"] == "sketchbo" else "-"
+        ex = f"{m['exec_s']:.2f}" if r["impl"] == "sketchbo" else "-"
+        runs = ", ".join(f"{run['wall_s']:.2f}" for run in r["runs"])
+        lines.append((r["row"], r["impl"], r["variant"] + (f", cache {r['cache']}" if r["cache"] else ""),
+                      f"{m['wall_s']:.2f}", comp, ex, f"{m['ratio']:.4f}", runs))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    text = ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines]
+    text.insert(1, "-" * len(text[0]))
+    text.append("ratios (authors' median wall / sketchbo's): " + "; ".join(
+        f"{name} {v:.2f}x" for name, v in result["ratios"].items()))
+    return "\n".join(text)
+
+
+def main_speed(args) -> dict:
+    """``--speed``: the table of [`run_speed`][], printed, and written to ``args.out``."""
+    meta = machine_info()
+    result = run_speed(args, _log)
+    meta["load_avg_end"] = list(os.getloadavg())
+    print(f"BBKB speed, the authors' code against sketchbo: {args.problem}, T = {args.T}; medians of {args.repeats} "
+          f"alternations; date {meta['date']}; machine {meta['host']} ({meta['platform']}, {meta['cpu_count']} CPUs, "
+          f"load {meta['load_avg_start'][0]:.2f} at start, {meta['load_avg_end'][0]:.2f} at end)")
+    print(format_speed(result))
+    out = {"meta": {**meta, "command": [Path(sys.argv[0]).name] + sys.argv[1:], "authors_repo": AUTHORS_REPO},
+           "problem": args.problem, "T": args.T, "repeats": args.repeats, **result}
+    if args.out is not None:
+        args.out.write_text(json.dumps(out, indent=2) + "\n")
+        print(f"wrote {args.out}")
+    return out
+
+
 # ------------------------------------------------------------------------------------------ main
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -446,9 +600,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--T", type=int, default=10000, help="pulls per seed (default 10000)")
     ap.add_argument("--seeds", type=int, default=10, help="seeds 0..n-1 of each implementation (default 10)")
     ap.add_argument("--out", type=Path, default=None, help="write the numbers to this JSON file")
+    ap.add_argument("--speed", action="store_true", help="the speed table (docs/benchmarks.md#authors-speed) instead")
+    ap.add_argument("--repeats", type=int, default=2, help="--speed: alternations of the two codes (default 2)")
     args = ap.parse_args(argv)
-    if args.T < 2 or args.seeds < 1:
-        ap.error(f"--T must be >= 2 and --seeds >= 1; got --T {args.T}, --seeds {args.seeds}")
+    if args.T < 2 or args.seeds < 1 or args.repeats < 1:
+        ap.error(f"--T must be >= 2, --seeds >= 1 and --repeats >= 1; got --T {args.T}, --seeds {args.seeds}, "
+                 f"--repeats {args.repeats}")
     try:
         load_authors(args.authors_dir)
     except AuthorsCodeError as err:
@@ -470,6 +627,8 @@ def main(argv=None) -> dict:
         The results dict (what ``--out`` holds).
     """
     args = parse_args(argv)
+    if args.speed:
+        return main_speed(args)
     meta = machine_info()
     problem = sb.make_problem(args.problem)
     proto = protocol(problem, args.T)
@@ -492,4 +651,7 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 3 and sys.argv[1] == "--speed-worker":  # one measurement of --speed, in a fresh process
+        print(json.dumps(speed_worker(json.loads(sys.argv[2]))))
+    else:
+        main()

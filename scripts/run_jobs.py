@@ -161,11 +161,11 @@ def main(argv=None) -> int:
     if jobs and jobs[0]["config"].get("dtype") == "float64":
         jax.config.update("jax_enable_x64", True)
     from sketchbo.cli import jobs as job_runner
+    from sketchbo.engine.compile_cache import requested_dir
     from sketchbo.engine.program import enable_compilation_cache
 
     cache = next((job["config"].get("compile_cache") for job in jobs if job["config"].get("compile_cache")), None)
-    if cache:
-        enable_compilation_cache(Path(os.path.expanduser(str(cache))))
+    enable_compilation_cache(requested_dir(str(cache)) if cache else None)  # no job names one: off
     t0 = time.perf_counter()
     with Archiver(args.archive, args.results, jobs, args.archive_every) as archiver:
         ran, skipped = run_all(jobs, args, job_runner, t0, archiver)

@@ -31,7 +31,7 @@ from sketchbo.algorithms import domain_names, get_spec
 from sketchbo.spec import AlgorithmSpec, Setting
 from sketchbo.engine import files
 from sketchbo.engine.asktell import BoxConfig, BoxSession, FiniteConfig, FiniteSession
-from sketchbo.engine.run import enable_x64
+from sketchbo.engine.run import entry_settings
 from sketchbo.engine.validate import check_float, check_int, invalid_value
 from sketchbo.kernels import kernel_params, median_sigma2
 from sketchbo.spaces import Box, as_candidates
@@ -112,14 +112,14 @@ def _session(space, algorithm, params, kernel, seed, horizon, dtype, noise_std):
         hyper = spec.resolve(params, horizon)
         caps = spec.first_capacities(hyper, Setting(horizon, space.d, None, None))
         cfg = BoxConfig(spec.name, hyper, seed, horizon, dtype, caps.get("cap"))
-        enable_x64()
+        entry_settings()
         return BoxSession(space, cfg, spec)
     arms = as_candidates(space)
     hyper = spec.resolve(params, horizon)
     nstd = None if noise_std is None else check_float("noise_std", noise_std, lambda v: v >= 0,
                                                             "it must be a finite number >= 0, or None")
     kspec = _kernel_spec(kernel, arms)
-    enable_x64()
+    entry_settings()
     kparams = dict(kspec)
     name = kparams.pop("name", None)
     kernel_params(name, arms.shape[1], jnp.float64, **kparams)  # validates the name and the hyperparameters
@@ -373,7 +373,7 @@ class Optimizer:
 
 def _restored_session(meta: dict, arrays: dict, algorithm: AlgorithmSpec | None = None):
     """The session of a saved optimiser: its config, its space and its state leaves (shapes checked)."""
-    enable_x64()
+    entry_settings()
     name = meta["config"]["algorithm"]
     spec = get_spec(name if algorithm is None else algorithm, "box" if meta["space"] == "box" else "arms")
     if spec.name != name:

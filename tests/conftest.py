@@ -27,8 +27,13 @@ import sketchbo  # noqa: F401  (first: sets OPENBLAS_NUM_THREADS before numpy lo
 import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
-# CLI subprocesses of the tests share one persistent compilation cache, private to this test session.
+# The test processes and the CLI subprocesses they start share one compilation cache, private to this test session.
 os.environ.setdefault("SKETCHBO_COMPILE_CACHE", tempfile.mkdtemp(prefix="sketchbo-jax-cache-"))
+# The program store (sketchbo.engine.compile_cache) is off in the test processes: tests patch module globals (e.g.
+# finite_program.ROUND_BUFFER) that its keys cannot see; tests/test_compile_cache.py turns it on where it tests it.
+from sketchbo.engine import compile_cache  # noqa: E402
+
+compile_cache.STORE = False
 
 REQUIRE_DATA_ENV = "SKETCHBO_REQUIRE_DATA"
 

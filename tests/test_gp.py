@@ -55,6 +55,28 @@ def test_one_gemm_variance_equals_embedded_form_for_a_partial_dictionary():
     assert float(post.max_clamp) < 1e-10  # any clamped value was rounding only
 
 
+def test_batched_embedded_variances_equal_the_one_arm_form():
+    """The in-batch step's batched refresh (nystrom.embedded_variances) against embedded_variance arm by arm."""
+    arms, kp, counts, ysum = _problem(seed=2)
+    lam = 0.2
+    idx = jnp.asarray(np.r_[np.nonzero(np.asarray(counts))[0][:9], np.zeros(3, int)], jnp.int32)
+    mask = jnp.arange(12) < 9
+    kdiag = RBF.diag(kp, arms)
+    post = nystrom.posterior(RBF, kp, arms, kdiag, idx, mask, *_pulled(counts), counts, ysum, lam)
+    Vinv = nystrom.add_to_batch(post.Vinv, post.W, nystrom.cross_kernel(RBF, kp, arms[:1], arms[idx], mask)[0])
+    K_AS = nystrom.cross_kernel(RBF, kp, arms, arms[idx], mask)
+    one = jax.vmap(lambda k, kd: nystrom.embedded_variance(k, kd, post.W, Vinv, lam))(K_AS, kdiag)
+    np.testing.assert_allclose(nystrom.embedded_variances(K_AS, kdiag, post.W, Vinv, lam), one, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("n,size,p", [(20640, 96, 0.004), (20640, 96, 0.6), (500, 40, 0.0), (500, 40, 1.0),
+                                      (30, 30, 0.5), (5, 8, 0.5)])
+def test_first_true_equals_nonzero(n, size, p):
+    """The dictionary's and the pulled arms' compaction (one top-k) against jnp.nonzero, counts above and below size."""
+    mask = jnp.asarray(np.random.default_rng(n + size).random(n) < p)
+    np.testing.assert_array_equal(nystrom.first_true(mask, size), jnp.nonzero(mask, size=size, fill_value=0)[0])
+
+
 @pytest.mark.parametrize("used", [5, 32, 33, 64, 90])
 @pytest.mark.parametrize("packed", [True, False])
 def test_posterior_on_a_narrower_width_equals_the_full_one(used, packed):

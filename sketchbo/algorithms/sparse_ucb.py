@@ -157,13 +157,14 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
         def kS(i):  # (m_max,) k_S(x_i) in the factor dtype
             return nystrom.cross_kernel(kernel, kp_f, state.arms[i][None, :].astype(fdt), Xs_f, state.dict_mask)[0]
 
-        def refresh(i):  # exact UCB of arm i under the current in-batch posterior
-            var = nystrom.embedded_variance(kS(i), state.kdiag[i].astype(fdt), state.W, state.Vinv, lam_f)
-            return _finite_or_worst(state.mean[i] + state.beta * jnp.sqrt(var)).astype(dt)
+        def refresh(idx):  # (k,) exact UCBs of the arms idx under the current in-batch posterior
+            K_xS = nystrom.cross_kernel(kernel, kp_f, state.arms[idx].astype(fdt), Xs_f, state.dict_mask)
+            var = nystrom.embedded_variances(K_xS, state.kdiag[idx].astype(fdt), state.W, state.Vinv, lam_f)
+            return _finite_or_worst(state.mean[idx] + state.beta * jnp.sqrt(var)).astype(dt)
 
         A = state.arms.shape[0]
         fallback = any_seed(state.attempt > 0)  # the step's first round left its argmax stale
-        ucb, fresh, n_refresh = lazy_argmax_round(state.ucb, state.fresh, jax.vmap(refresh), A, fallback)  # L4, L8
+        ucb, fresh, n_refresh = lazy_argmax_round(state.ucb, state.fresh, refresh, A, fallback)  # L4, L8
         best = table_argmax(ucb)
         first = state.t == 0
         commit = first | fresh[best]  # the argmax is exact: this iteration decides the step

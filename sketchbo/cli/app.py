@@ -57,6 +57,7 @@ from sketchbo.cli import jobs, notes, tracking
 from sketchbo.cli.jobs import (  # noqa: F401 (re-exported)
     RUNTIME_KEYS, check_domains, check_hyperparameters, completed, hyperparameters, remove_checkpoint,
 )
+from sketchbo.engine.compile_cache import requested_dir
 from sketchbo.engine.program import enable_compilation_cache
 from sketchbo.engine.run import enable_x64, grid_points, run_grid, use_cpu_cores
 from sketchbo.engine.validate import check_run_args
@@ -327,8 +328,7 @@ def app(cfg: DictConfig) -> None:
     """The Hydra task: set precision, run (or reuse complete results), write results, print the table."""
     enable_x64()  # float64 by default; a float32 run keeps its float64 pieces whatever ran before (engine.run)
     use_cpu_cores()  # a job in a launcher's fresh process (joblib, submitit); a no-op where main() did it
-    if cfg.get("compile_cache"):
-        enable_compilation_cache(Path(str(cfg.compile_cache)).expanduser())
+    enable_compilation_cache(requested_dir(str(cfg.compile_cache)) if cfg.get("compile_cache") else None)  # null: off
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         summaries = execute(cfg, run_dir)

@@ -9,10 +9,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sketchbo.algorithms import ALGORITHMS
 from sketchbo.engine import checkpoint as ckpt
 from sketchbo.engine import host
 from sketchbo.engine.domain import Prepared, RunSpec, get_domain
 from sketchbo.engine.program import compiled_program, element_seeds, stack_elements
+
+
+def builtin(spec) -> bool:
+    """Whether ``spec`` is one of sketchbo's own finite-arm algorithms as the package defines it (not a copy, not a
+    user's): its program is decided by its static configuration and sketchbo's source alone."""
+    return ALGORITHMS.get(spec.name) is spec
 
 
 def prepare(run: RunSpec) -> Prepared:
@@ -25,13 +32,16 @@ def prepare(run: RunSpec) -> Prepared:
                                for h, ctx, xi in zip(run.hypers, setup.contexts, setup.xis)],
                               len(run.seeds), run.n_devices)
     init_args, chunk_args = (seeds, elements, setup.shared), (elements, setup.shared)
+    storable = alg.domain == "arms" and builtin(alg)  # engine.compile_cache: the program store's scope
 
     def program(capacities):
         static = alg.static(run.hypers[0], setup.setting, capacities)
         key = (alg.domain, alg, static, *setup.cache_key, run.T, run.seed_axis, setup.rounds_per_call,
                run.n_devices, seeds.shape, str(jdt.dtype), jax.tree.structure(elements))
+        store = (alg.name, repr(static), run.T, run.seed_axis, setup.rounds_per_call, run.n_devices) if storable else None
         return compiled_program(key, lambda: setup.make_program(alg.build(static), static, capacities),
-                                init_args, chunk_args, cpu_options=setup.cpu_options, n_devices=run.n_devices)
+                                init_args, chunk_args, cpu_options=setup.cpu_options, n_devices=run.n_devices,
+                                store_parts=store)
 
     points = f" grid of {len(run.points)}" if len(run.points) > 1 else ""
     loop = host.Loop(label=f"{run.algorithm}/{run.problem.name}{points}", T=run.T, program=program,

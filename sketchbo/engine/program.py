@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sketchbo.algorithms.common import SEED_AXIS
+from sketchbo.engine import compile_cache
 from sketchbo.engine.lapack_overlap import LapackOverlapWarning, batched_lapack_calls, overlapping_lapack_calls
 
 
@@ -118,44 +119,56 @@ _MAX_PROGRAMS = 32
 
 
 def compiled_program(cache_key, make_fns, init_args, chunk_rest, cpu_options: dict | None = None,
-                     n_devices: int = 1):
+                     n_devices: int = 1, store_parts: tuple | None = None):
     """``(init_c, chunk_c, compile_s)`` of the program ``make_fns() -> (init_fn, chunk_fn)``, compiled on first use of
     ``cache_key`` and reused after (compile_s = 0). ``init_fn(*init_args) -> (carry, noise)``;
     ``chunk_fn(init_args[0], carry, noise, *chunk_rest)`` (the first argument is the elements' seeds). ``cpu_options``:
     XLA compiler options of both programs on the CPU backend (e.g. [`FAST_CPU_COMPILE`][]). ``n_devices``: the devices
-    the program is sharded over (for [`check_lapack_overlap`][])."""
+    the program is sharded over (for [`check_lapack_overlap`][]). ``store_parts``: what identifies the program for
+    the on-disk program store (``engine.compile_cache``; None: not stored), which a later process loads it from
+    without tracing it (compile_s is then the loading time)."""
     if cache_key in _PROGRAMS:
         return (*_PROGRAMS[cache_key], 0.0)
-    init_fn, chunk_fn = make_fns()
     tc = time.perf_counter()
-    init_c = compile_lowered(init_fn.lower(*init_args), cpu_options)
-    carry, noise = jax.eval_shape(init_fn, *init_args)
-    chunk_c = compile_lowered(chunk_fn.lower(init_args[0], carry, noise, *chunk_rest), cpu_options)
+    key = None if store_parts is None else compile_cache.program_key(
+        (store_parts, sorted((cpu_options or {}).items())), (init_args, chunk_rest))
+    programs = None if key is None else compile_cache.load(key, jax.devices()[:n_devices])
+    if programs is None:
+        init_fn, chunk_fn = make_fns()
+        init_c = compile_lowered(init_fn.lower(*init_args), cpu_options)
+        carry, noise = jax.eval_shape(init_fn, *init_args)
+        chunk_c = compile_lowered(chunk_fn.lower(init_args[0], carry, noise, *chunk_rest), cpu_options)
+        programs = (init_c, chunk_c)
+        check_lapack_overlap(init_c, n_devices)
+        check_lapack_overlap(chunk_c, n_devices)
+        if key is not None:
+            compile_cache.save(key, programs)
     compile_s = time.perf_counter() - tc
-    check_lapack_overlap(init_c, n_devices)
-    check_lapack_overlap(chunk_c, n_devices)
     if len(_PROGRAMS) >= _MAX_PROGRAMS:
         _PROGRAMS.pop(next(iter(_PROGRAMS)))
-    _PROGRAMS[cache_key] = (init_c, chunk_c)
-    return init_c, chunk_c, compile_s
+    _PROGRAMS[cache_key] = programs
+    return (*programs, compile_s)
 
 
 # XLA's CPU backend with its elemental fusion emitters instead of the MLIR fusion emitters (its default): BBKB's
 # Cadata program compiles in about two thirds of the time, with the same execution time and the same trajectories
 # to the last bit (docs/benchmarks.md#cpu-fusion-emitters). The finite domain compiles with it; the box domain
 # does not (its trajectories change in the last bits, and its committed results were made without it).
-FAST_CPU_COMPILE = {"xla_cpu_use_fusion_emitters": False}
+FAST_CPU_COMPILE = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 1,
+                    "xla_cpu_parallel_codegen_split_count": 4}
 """XLA CPU options: the elemental fusion emitters instead of the MLIR ones (compiles BBKB's Cadata program in about two
 thirds of the time, same trajectories; the finite domain uses them)."""
 
 
 def compile_lowered(lowered, cpu_options: dict | None = None):
     """``lowered.compile()``; on the CPU backend with the XLA compiler options ``cpu_options`` (an XLA without
-    one of them compiles with its defaults)."""
+    one of them compiles with its defaults; an option that ``XLA_FLAGS`` sets keeps the flag's value)."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    cpu_options = {k: v for k, v in (cpu_options or {}).items() if f"--{k}=" not in flags}  # the user's flags win
     if not cpu_options or jax.default_backend() != "cpu":
         return lowered.compile()
     try:
-        return lowered.compile(compiler_options=dict(cpu_options))
+        return lowered.compile(compiler_options=cpu_options)
     except jax.errors.JaxRuntimeError as err:
         if "No such compile option" not in str(err):
             raise
@@ -188,11 +201,9 @@ def check_lapack_overlap(compiled, n_devices: int = 1) -> None:
 
 
 def enable_compilation_cache(path) -> None:
-    """Keep compiled programs in JAX's persistent cache at ``path``, shared by every process that uses it,
-    so that the jobs of a sweep compile each distinct program once."""
-    os.makedirs(path, exist_ok=True)
-    jax.config.update("jax_compilation_cache_dir", os.fspath(path))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    """Keep compiled programs at ``path`` (None: nowhere), shared by every process that uses it, so that the jobs of a
+    sweep compile each distinct program once ([`compile_cache.configure`][sketchbo.engine.compile_cache.configure])."""
+    compile_cache.configure(path)
 
 
 def padded_into(tree, template):

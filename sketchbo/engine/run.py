@@ -21,7 +21,7 @@ import jax
 
 from sketchbo.algorithms import get_spec
 from sketchbo.certificates import collapse_warning
-from sketchbo.engine import host
+from sketchbo.engine import compile_cache, host
 from sketchbo.engine.domain import RunSpec, get_domain
 from sketchbo.engine.prepare import prepare
 from sketchbo.engine.program import default_seed_axis
@@ -39,6 +39,13 @@ def enable_x64() -> None:
     """Turn on JAX's 64-bit mode (the entry points' duty: float64 is the default dtype, and a float32 run keeps
     its float64 pieces, e.g. the Nyström factor's m x m algebra, whatever ran before it in the process)."""
     jax.config.update("jax_enable_x64", True)
+
+
+def entry_settings() -> None:
+    """What every entry point (``run``, ``run_grid``, ``Optimizer``) sets before it compiles: [`enable_x64`][] and, once
+    per process, the compilation cache on disk ([`compile_cache.enable_default`][sketchbo.engine.compile_cache.enable_default])."""
+    enable_x64()
+    compile_cache.enable_default()
 
 
 def usable_cores() -> int:
@@ -185,7 +192,7 @@ def run_grid(algorithm: str | AlgorithmSpec, problem: Problem | ContinuousProble
     ckpt_path, ckpt_every = check_checkpoint(checkpoint, checkpoint_every)
     for warning in sorted({collapse_warning(h["qbar"]) for h in spec.hypers if "qbar" in h} - {None}):
         print(f"[{spec.algorithm}] {warning}", file=sys.stderr, flush=True)
-    enable_x64()
+    entry_settings()
     prepared = prepare(spec)
     checkpointing = None if ckpt_path is None else host.Checkpointing(ckpt_path, ckpt_every, prepared.identity())
     domain = prepared.domain
@@ -243,5 +250,5 @@ def run(algorithm: str | AlgorithmSpec, problem: Problem | ContinuousProblem, *,
                     capacity=capacity, checkpoint=checkpoint, checkpoint_every=checkpoint_every)[0][1]
 
 
-__all__ = ["check_algorithm", "check_run", "enable_x64", "grid_points", "run", "run_grid", "usable_cores",
+__all__ = ["check_algorithm", "check_run", "enable_x64", "entry_settings", "grid_points", "run", "run_grid", "usable_cores",
            "use_cpu_cores"]

@@ -190,18 +190,39 @@ def posterior_on_width(index, kernel, kparams, arms, kdiag, dict_idx, dict_mask,
     return NystromPosterior(W, Vinv, B, a, mean, var, rank, max_clamp)
 
 
+def first_true(mask, size: int):
+    """The indices of the first ``size`` True entries of the 1-D ``mask`` in increasing order, 0 beyond their count:
+    ``jnp.nonzero(mask, size=size, fill_value=0)[0]`` as int32, computed by one top-k of -i over the True entries
+    instead of a cumulative sum, which XLA:CPU compiles into a tree of about 35 reduce-window kernels for A = 20640
+    arms (docs/benchmarks.md#compile-time). The scores -i are exact in float32 up to 2^24 entries; beyond that, or
+    for ``size`` above the length, ``jnp.nonzero`` is used."""
+    n = mask.shape[0]
+    if n > 2 ** 24 or size > n:
+        return jnp.nonzero(mask, size=size, fill_value=0)[0].astype(jnp.int32)
+    score = jnp.where(mask, -jnp.arange(n, dtype=jnp.float32), -jnp.inf)
+    idx = jax.lax.top_k(score, size)[1]
+    return jnp.where(jnp.arange(size) < jnp.sum(mask), idx, 0).astype(jnp.int32)
+
+
 def pulled_list(counts, u_max):
     """The unique pulled arms as a fixed-capacity list: (idx (u_max,) int32, mask (u_max,) bool, n_unique)."""
     keep = counts > 0
     n = jnp.sum(keep)
-    (idx,) = jnp.nonzero(keep, size=u_max, fill_value=0)
-    return idx.astype(jnp.int32), jnp.arange(u_max) < n, n
+    return first_true(keep, u_max), jnp.arange(u_max) < n, n
 
 
 def embedded_variance(kS_x, kdiag_x, W, Vinv, lam):
     """BBKB Eq. (2) for one arm from its kernel row k_S(x) (m_max,): O(m^2)."""
     z = mm(W, kS_x)
     return jnp.maximum((kdiag_x - mm(z, z)) / lam + mm(z, mm(Vinv, z)), 0.0)
+
+
+def embedded_variances(K_xS, kdiag_x, W, Vinv, lam):
+    """[`embedded_variance`][] of n arms at once from their kernel rows ``K_xS`` (n, m_max): O(n m^2) in two products
+    with the m x m factor on the left, Z = W K_xS^T and V^{-1} Z (V^{-1} is symmetric), the layouts XLA:CPU runs
+    fastest (a product with the factor transposed on the right ran 10x slower for the in-batch step's 8 arms)."""
+    Z = mm(W, K_xS.T)  # (m, n): column i is z(x_i) = W k_S(x_i)
+    return jnp.maximum((kdiag_x - jnp.sum(Z * Z, axis=0)) / lam + jnp.sum(mm(Vinv, Z) * Z, axis=0), 0.0)
 
 
 def add_to_batch(Vinv, W, kS_x):
@@ -246,9 +267,7 @@ def resample_dictionary(key, var_fb, counts, qbar, per_pull, m_max):
     prob = inclusion_probability(var_fb, counts, qbar, per_pull)
     keep = jax.random.uniform(key, var_fb.shape, dtype=var_fb.dtype) < prob
     wanted = jnp.sum(keep)
-    (idx,) = jnp.nonzero(keep, size=m_max, fill_value=0)
-    mask = jnp.arange(m_max) < wanted
-    return idx.astype(jnp.int32), mask, wanted
+    return first_true(keep, m_max), jnp.arange(m_max) < wanted, wanted
 
 
 def exact_dictionary(counts, m_max):
@@ -260,6 +279,6 @@ def exact_dictionary(counts, m_max):
 __all__ = [
     "NystromPosterior", "MOST_WIDTHS", "SLOT_BLOCK", "factor_dtype", "dictionary_factors", "posterior", "arm_moments",
     "posterior_on_width",
-    "slot_widths", "width_index", "embedded_variance", "add_to_batch",
-    "covariance_with", "cross_kernel", "inclusion_probability", "resample_dictionary", "exact_dictionary",
+    "slot_widths", "width_index", "embedded_variance", "embedded_variances", "add_to_batch",
+    "covariance_with", "cross_kernel", "first_true", "inclusion_probability", "resample_dictionary", "exact_dictionary",
 ]

@@ -1,0 +1,134 @@
+"""The compilation cache on disk (sketchbo.engine.compile_cache): a second process loads a built-in finite-arm program
+from the program store without tracing or compiling it and runs the same trajectory; what must miss misses, a damaged
+entry is replaced, a user's algorithm is left to JAX's own cache, and 'off' writes nothing."""
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+import sketchbo as sb
+from sketchbo.engine import compile_cache, program
+
+SCRIPT = """
+import json, sys
+import sketchbo as sb
+import sketchbo.engine.program as program
+from sketchbo.engine import compile_cache
+calls = []
+real = program.compile_lowered
+program.compile_lowered = lambda *a, **k: calls.append(1) or real(*a, **k)
+res = sb.run("bbkb", sb.make_problem("gp_sample", A=80, d=2, seed=0), T=24, n_seeds=2, progress=False)
+print(json.dumps({"compiled": len(calls), "query": res.traces["query"].tolist(),
+                  "stored": [p.name for p in (compile_cache.cache_dir() / "programs").glob("*.pkl")]}))
+"""
+
+
+def _run_script(cache, code=SCRIPT):
+    env = {**os.environ, compile_cache.ENV: str(cache)}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_loads_the_program_and_compiles_nothing(tmp_path):
+    first = _run_script(tmp_path / "cache")
+    second = _run_script(tmp_path / "cache")
+    assert first["compiled"] == 2 and len(first["stored"]) == 1  # init and chunk, stored as one entry
+    assert second["compiled"] == 0  # loaded: neither traced, lowered nor compiled
+    assert second["query"] == first["query"]
+
+
+def test_off_writes_nothing(tmp_path):
+    env = {**os.environ, compile_cache.ENV: "off"}
+    code = ("import sketchbo as sb; from sketchbo.engine import compile_cache as c; "
+            "sb.run('bbkb', sb.make_problem('gp_sample', A=50, d=2), T=6, progress=False); print(c.cache_dir())")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "None"
+    assert compile_cache.requested_dir("off") is None and compile_cache.requested_dir("null") is None
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """The program store on, in a fresh directory, for this test; JAX's cache settings restored after it."""
+    saved = {k: jax.config.values[k] for k in ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")}
+    monkeypatch.setattr(compile_cache, "STORE", True)
+    monkeypatch.setattr(compile_cache, "_state", {"dir": None, "configured": False})
+    monkeypatch.setattr(program, "_PROGRAMS", {})
+    compile_cache.configure(tmp_path / "cache")
+    yield tmp_path / "cache" / compile_cache.STORE_DIR
+    for k, v in saved.items():
+        jax.config.update(k, v)
+
+
+def _run(algorithm="bbkb"):
+    return sb.run(algorithm, sb.make_problem("gp_sample", A=60, d=2, seed=1), T=12, progress=False)
+
+
+def _no_compiling(monkeypatch):
+    def refuse(*a, **k):
+        raise AssertionError("compiled although the program is stored")
+    monkeypatch.setattr(program, "compile_lowered", refuse)
+
+
+def test_stored_program_is_loaded_in_process(store, monkeypatch):
+    first = _run()
+    assert len(list(store.glob("*.pkl"))) == 1
+    monkeypatch.setattr(program, "_PROGRAMS", {})
+    with monkeypatch.context() as m:
+        _no_compiling(m)
+        again = _run()
+    np.testing.assert_array_equal(again.traces["query"], first.traces["query"])
+
+
+def test_an_edit_of_the_source_misses_and_a_damaged_entry_is_replaced(store, monkeypatch):
+    _run()
+    (entry,) = store.glob("*.pkl")
+    with monkeypatch.context() as m:
+        m.setattr(program, "_PROGRAMS", {})
+        m.setattr(compile_cache, "source_digest", lambda: "edited")
+        _run()
+    assert len(list(store.glob("*.pkl"))) == 2  # a new key
+    entry.write_bytes(b"not a program")
+    monkeypatch.setattr(program, "_PROGRAMS", {})
+    res = _run()  # the damaged entry is deleted, the program compiled and stored again
+    assert res.traces["query"].shape == (1, 12)
+    assert entry.is_file() and entry.read_bytes() != b"not a program"
+
+
+def test_a_users_algorithm_is_not_stored(store):
+    mine = dataclasses.replace(sb.ALGORITHMS["bbkb"], name="my_bbkb")
+    _run(mine)
+    assert not list(store.glob("*.pkl"))
+
+
+def test_the_store_keeps_its_size(store, monkeypatch):
+    _run()
+    (entry,) = store.glob("*.pkl")
+    monkeypatch.setattr(compile_cache, "MAX_BYTES", entry.stat().st_size + 1)
+    monkeypatch.setattr(program, "_PROGRAMS", {})
+    _run("bkb")  # a second entry: the older one goes
+    assert [p.name for p in store.glob("*.pkl")] != [entry.name] and len(list(store.glob("*.pkl"))) == 1
+
+
+def test_an_unwritable_directory_turns_the_cache_off_with_a_message(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(compile_cache, "_state", {"dir": None, "configured": False})
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert compile_cache.configure(blocker / "cache") is None
+    assert "compilation cache off: cannot write to" in capsys.readouterr().err
+    assert compile_cache.cache_dir() is None
+
+
+def test_clear_deletes_both_layers(tmp_path):
+    (tmp_path / "programs").mkdir()
+    (tmp_path / "programs" / "a.pkl").write_bytes(b"x")
+    (tmp_path / "jit_chunk_all-abc-cache").write_bytes(b"y")
+    assert compile_cache.clear(tmp_path) == 2
+    assert not any(p.is_file() for p in tmp_path.rglob("*"))

@@ -234,8 +234,10 @@ def candidate_indices(x, k: int):
     return top_k_indices(x, k) if x.ndim == 1 else jax.vmap(lambda row: top_k_indices(row, k))(x)
 
 
-def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, k: int, per_block: int | None = None):
-    """Refresh stale arms with large bounds, in one batched call of ``refresh_many``.
+def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, k: int, per_block: int | None = None,
+                   size: int | None = None, n_blocks: int | None = None):
+    """The stale arms to refresh, with large bounds, and their exact UCBs (one batched call of ``refresh_many``),
+    without writing the table.
 
     ``fresh`` (n_blocks * B,) marks exact entries (padding counts as fresh). The candidates come from the k
     blocks with the largest maxima (all blocks if fewer): their k largest stale entries together
@@ -243,7 +245,9 @@ def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, k: int, per_block
     rounds: no top-k over k * B entries, which XLA sorts); and always the table's argmax when it is stale (so
     that every round makes progress, whatever the ties and -inf entries). Which stale arms are refreshed
     changes the work, not the selection (the step is decided at the first exact maximiser whatever
-    was refreshed). Returns ``(tab, fresh, n_refreshed)``.
+    was refreshed). Returns ``(idx, values, valid, rows)``: the candidates, their values (refreshed where
+    ``valid``, the table's elsewhere), and the blocks they lie in, padded to ``size`` candidates and ``n_blocks``
+    blocks by repeats of the first (the same writes again), so that both rounds return the same shapes.
     """
     nb, B = tab.values.shape
     kb = min(k, nb)
@@ -260,11 +264,13 @@ def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, k: int, per_block
     idx = idx.at[0].set(jnp.where(fresh[best], idx[0], best).astype(idx.dtype))
     valid = ~fresh[idx]  # stale real arms; a repeated candidate writes the same value twice
     flat = tab.values.reshape(-1)
-    flat = flat.at[idx].set(jnp.where(valid, refresh_many(jnp.minimum(idx, A - 1)), flat[idx]))
-    values = flat.reshape(nb, B)
-    rows = idx // B
-    block_max = tab.block_max.at[rows].set(jnp.max(values[rows], axis=1))
-    return UCBTable(values, block_max), fresh.at[idx].set(True), jnp.sum(valid).astype(jnp.int32)
+    values = jnp.where(valid, refresh_many(jnp.minimum(idx, A - 1)), flat[idx])
+    rows = jnp.concatenate([blocks.astype(idx.dtype), (idx[:1] // B)])  # every block a candidate lies in
+
+    def pad(x, n, fill):
+        return x if n is None or x.shape[0] >= n else jnp.concatenate([x, jnp.full((n - x.shape[0],), fill, x.dtype)])
+
+    return pad(idx, size, idx[0]), pad(values, size, values[0]), pad(valid, size, False), pad(rows, n_blocks, rows[0])
 
 
 SEED_AXIS = "seeds"
@@ -305,5 +311,14 @@ def lazy_argmax_round(tab: UCBTable, fresh, refresh_many, A: int, fallback, k: i
     ties included. ``fallback`` is one flag for the seeds of a vmapped program ([`any_seed`][]): the branch not taken
     costs nothing. Returns ``(tab, fresh, n_refreshed)``; the step is decided iff ``fresh[table_argmax(tab)]``.
     """
-    return jax.lax.cond(fallback, lambda: _refresh_round(tab, fresh, refresh_many, A, more_blocks, per_block),
-                        lambda: _refresh_round(tab, fresh, refresh_many, A, k))
+    nb, B = tab.values.shape
+    size = max(min(k, min(k, nb) * B), min(more_blocks, nb) * min(per_block, B))  # candidates of either round
+    n_blocks = max(min(k, nb), min(more_blocks, nb)) + 1  # blocks they lie in, the argmax's included
+    # The round's writes are made here, outside the branches: a table written inside a branch is copied whole
+    # at every step (XLA:CPU, two copies of the A-entry table per in-batch step).
+    idx, values, valid, rows = jax.lax.cond(
+        fallback, lambda: _refresh_round(tab, fresh, refresh_many, A, more_blocks, per_block, size, n_blocks),
+        lambda: _refresh_round(tab, fresh, refresh_many, A, k, None, size, n_blocks))
+    table = tab.values.reshape(-1).at[idx].set(values).reshape(nb, B)
+    block_max = tab.block_max.at[rows].set(jnp.max(table[rows], axis=1))
+    return UCBTable(table, block_max), fresh.at[idx].set(True), jnp.sum(valid).astype(jnp.int32)

@@ -4,6 +4,9 @@ Every name below is shown on docs/benchmarks.md between markers (scripts/docs_re
 table or number computed here is never typed in the page. The records (experiments/records.yaml):
 
 * ``bbkb_authors_abalone``, ``bbkb_authors_cadata`` — scripts/bench_authors.py, the authors' code beside ours;
+* ``bench_authors_speed`` — scripts/bench_authors.py --speed, the speed table (1 and 10 seeds, cold and warm);
+* ``bench_compile_cadata`` — scripts/bench_compile.py, where compilation goes, before and after issue 63;
+* ``time_vs_T_cadata`` — scripts/bench_time_vs_T.py, execution time against the horizon T;
 * ``bench_cpu_2026_11_27`` — scripts/bench.py's accelerator group on the 2-core CPU, one file per run;
 * ``accelerator_h200``, ``accelerator_h100`` — the same group on one GPU (and bench_eig's table on the H100);
 * ``box_core`` (its ``bench_gssbo_*`` files) — scripts/bench_gssbo.py;
@@ -16,6 +19,7 @@ same record and the same hour.
 """
 from __future__ import annotations
 
+import math
 import re
 import statistics
 import sys
@@ -84,34 +88,6 @@ def hhmm(iso: str) -> str:
 
 # ------------------------------------------------------------------------------------------------ the authors
 
-def authors_numbers(problem: str) -> dict:
-    """One problem's times: per-seed medians and ten-seed sums of both codes, our compilation, the ratios
-    sketchbo / authors (execution only, and with our one compilation)."""
-    d = load(f"bbkb_authors_{problem}")
-    theirs = d["summaries"]["authors"]["time_s"]["values"]
-    ours = d["summaries"]["sketchbo"]["time_s"]["values"]
-    compile_s = d["sketchbo_compile_s"]
-    out = {"seeds": len(ours), "compile": compile_s}
-    for key, agg in (("one", median), ("all", sum)):
-        a, b = agg(theirs), agg(ours)
-        out[key] = {"authors": a, "exec": b, "ratio_exec": b / a, "ratio_total": (compile_s + b) / a}
-    return out
-
-
-def authors_table() -> str:
-    rows = []
-    for problem in ("abalone", "cadata"):
-        n = authors_numbers(problem)
-        for key, label in (("one", f"one seed (median of {n['seeds']})"),
-                           ("all", f"{n['seeds']} seeds, one after another")):
-            r = n[key]
-            rows.append([PROBLEMS[problem], label, s(r["authors"]), s(r["exec"]), s(n["compile"]),
-                         ratio(r["ratio_exec"]), ratio(r["ratio_total"])])
-    table = md_table(["problem", "run", "authors' code s", "sketchbo exec s", "sketchbo compile s",
-                      "ratio, exec", "ratio, with compile"], rows, "llrrrrr")
-    return block(table, source("bbkb_authors_abalone"), source("bbkb_authors_cadata"))
-
-
 def authors_quality_table() -> str:
     rows = []
     for problem in ("abalone", "cadata"):
@@ -125,18 +101,12 @@ def authors_quality_table() -> str:
     table = md_table(["problem", "code", RU, "batches", "largest batch", "largest dictionary"],
                      rows, "llrrrr")
     seeds = {load(f"bbkb_authors_{p}")["n_seeds"] for p in ("abalone", "cadata")}
-    return block(table, f"*Mean ± sample standard deviation over the {'/'.join(map(str, sorted(seeds)))} seeds; "
-                        "same records.*")
+    return block(table, source("bbkb_authors_abalone"), source("bbkb_authors_cadata"),
+                 f"*Mean ± sample standard deviation over the {'/'.join(map(str, sorted(seeds)))} seeds.*")
 
 
 def authors_values() -> dict:
     out = {}
-    for problem in ("abalone", "cadata"):
-        n = authors_numbers(problem)
-        out[f"bench.authors.{problem}.all_total"] = ratio(n["all"]["ratio_total"])
-        out[f"bench.authors.{problem}.one_total"] = ratio(n["one"]["ratio_total"])
-        out[f"bench.authors.{problem}.one_exec"] = ratio(n["one"]["ratio_exec"])
-    out["bench.authors.abalone.compile"] = s(authors_numbers("abalone")["compile"]) + " s"
     # do the two codes' statistics agree within one sample standard deviation (the larger of the two)?
     agree = True
     for problem in ("abalone", "cadata"):
@@ -510,10 +480,118 @@ def repro_values() -> dict:
 
 # ------------------------------------------------------------------------------------------------ the page
 
+# ------------------------------------------------------------------------------------------------ speed and compile
+
+SPEED_TARGETS = {"1 seed, cold": 3.0, "1 seed, warm": 5.0, "10 seeds float64": 8.0, "10 seeds float32": 10.0}
+"""Issue 63's targets, authors' time over sketchbo's, for the rows that have one."""
+
+
+def speed_table() -> str:
+    """scripts/bench_authors.py --speed: medians of each row, both codes, one run."""
+    d = load("bench_authors_speed")
+    rows = []
+    for r in d["rows"]:
+        m = r["median"]
+        ours = r["impl"] == "sketchbo"
+        variant = r["variant"] + (", cache " + ("off (compiles)" if r["cache"] == "off" else "warm")
+                                  if r["cache"] else "")
+        rows.append([r["row"], "sketchbo" if ours else "authors' code", variant, s(m["wall_s"]),
+                     s(m["compile_s"]) if ours else "–", s(m["exec_s"]) if ours else "–", sig(m["ratio"], 3),
+                     ", ".join(s(run["wall_s"]) for run in r["runs"])])
+    table = md_table(["seeds", "code", "variant", "wall s (median)", "compile s", "exec s", RU, "runs s"], rows,
+                     "lllrrrrl")
+    return block(table, source("bench_authors_speed", f"Medians of {d['repeats']} alternations of the two codes, "
+                                                       "each measurement a fresh process (imports and data loading "
+                                                       "left out for both)."))
+
+
+def speed_ratio_table() -> str:
+    d = load("bench_authors_speed")
+    rows = []
+    for name, value in d["ratios"].items():
+        target = SPEED_TARGETS.get(name)
+        rows.append([name, ratio(value), "–" if target is None else ratio(target),
+                     "–" if target is None else ("met" if value >= target else "**not met**")])
+    table = md_table(["comparison", "authors' time / sketchbo's", "target (issue 63)", ""], rows, "lrrl")
+    return block(table, "*From the medians above (same record).*")
+
+
+def speed_values() -> dict:
+    d = load("bench_authors_speed")
+    by = {(r["row"], r["impl"], r["variant"]): r["median"] for r in d["rows"]}
+    f64, f32 = by[("10 seeds", "sketchbo", "float64")], by[("10 seeds", "sketchbo", "float32")]
+    return {"bench.speed.one_cold": ratio(d["ratios"]["1 seed, cold"]),
+            "bench.speed.one_warm": ratio(d["ratios"]["1 seed, warm"]),
+            "bench.speed.ten_f64": ratio(d["ratios"]["10 seeds float64"]),
+            "bench.speed.ten_f32": ratio(d["ratios"]["10 seeds float32"]),
+            "bench.speed.ten_f64_two_cores": ratio(d["ratios"]["10 seeds float64, authors on 2 cores"]),
+            "bench.speed.f32_ratio_gap": percent(abs(f32["ratio"] / f64["ratio"] - 1.0)),
+            "bench.speed.warm_compile": s(by[("1 seed, warm", "sketchbo", "float64")]["compile_s"]) + " s"}
+
+
+def _compile_runs(label: str, kind: str) -> list:
+    return load("bench_compile_cadata")["results"][label][kind]
+
+
+def compile_table() -> str:
+    """scripts/bench_compile.py: per program, tracing, lowering and XLA's compilation, before and after the change."""
+    d = load("bench_compile_cadata")
+    names = {"before": "before", "this": "after"}  # the commits: the record's provenance line
+    rows = []
+    for label in ("before", "this"):
+        cold = _compile_runs(label, "cold")
+        for prog, short in (("jit(init_all)", "init"), ("jit(chunk_all)", "chunk")):
+            p = [r["programs"][prog] for r in cold]
+            rows.append([names[label], short, *(s(median([x[k] for x in p])) for k in ("trace_s", "lower_s", "backend_s")),
+                         str(p[0]["kernels"])])
+        for kind in ("cold", "warm"):
+            r = _compile_runs(label, kind)
+            rows.append([names[label], f"the run, cache {'off' if kind == 'cold' else 'warm'}", "", "", "",
+                         f"compile {s(median([x['compile_s'] for x in r]))} s, exec {s(median([x['exec_s'] for x in r]))} s"])
+    table = md_table(["code", "program", "trace s", "lower s", "XLA compile s", "kernels"], rows, "llrrrl")
+    repeats = len(d["results"]["this"]["cold"])
+    return block(table, source("bench_compile_cadata", f"Medians of {repeats} alternations, BBKB on Cadata, "
+                                                        "T = 10^4, one seed, float64, a fresh process each."))
+
+
+def time_vs_T_values() -> dict:
+    res = load("time_vs_T_cadata")["results"]["bbkb"]
+    a, b = res["rows"][-2], res["rows"][-1]
+    return {"bench.tvt.bbkb_fit": f"{res['slope']:.2f}",
+            "bench.tvt.bbkb_last": f"{math.log(b['exec_s'] / a['exec_s']) / math.log(b['T'] / a['T']):.2f}"}
+
+
+def compile_values() -> dict:
+    out = {}
+    for label in ("before", "this"):
+        for kind in ("cold", "warm"):
+            out[f"bench.compile.{label}.{kind}"] = s(median([x["compile_s"] for x in _compile_runs(label, kind)])) + " s"
+    return out
+
+
+def time_vs_T_table() -> str:
+    """scripts/bench_time_vs_T.py: execution time against T and the fitted slope of each algorithm."""
+    d = load("time_vs_T_cadata")
+    labels = {"bbkb": "BBKB", "bkb": "BKB", "gp_ucb": "exact GP-UCB"}
+    rows = []
+    for algorithm, res in d["results"].items():
+        times_at = ", ".join(f"{r['T']}: {s(r['exec_s'])}" for r in res["rows"])
+        a, b = res["rows"][-2], res["rows"][-1]
+        last = math.log(b["exec_s"] / a["exec_s"]) / math.log(b["T"] / a["T"])
+        rows.append([labels.get(algorithm, algorithm), times_at, f"{res['slope']:.2f}", f"{last:.2f}",
+                     d["paper_rate"][algorithm]])
+    table = md_table(["algorithm", "T: exec s (median)", "fitted slope", "slope, two largest T", "the paper's bound"],
+                     rows, "llrrl")
+    return block(table, source("time_vs_T_cadata"))
+
+
 def tables() -> dict[str, str]:
     return {
-        "bench.authors": authors_table(),
         "bench.authors_quality": authors_quality_table(),
+        "bench.speed": speed_table(),
+        "bench.speed_ratios": speed_ratio_table(),
+        "bench.compile": compile_table(),
+        "bench.time_vs_T": time_vs_T_table(),
         "bench.cpu": cpu_table(),
         "bench.cpu_ratio": cpu_ratio_table(),
         "bench.cpu_sessions": cpu_sessions_table(),
@@ -534,7 +612,7 @@ def tables() -> dict[str, str]:
 
 
 def values() -> dict[str, str]:
-    return {**authors_values(), **cpu_values(), **accel_values(), **gssbo_values(), **repro_values()}
+    return {**authors_values(), **speed_values(), **compile_values(), **time_vs_T_values(), **cpu_values(), **accel_values(), **gssbo_values(), **repro_values()}
 
 
 if __name__ == "__main__":

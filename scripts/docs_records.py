@@ -72,6 +72,8 @@ FIGURES: dict[str, tuple] = {
     "tutorial_finite_batches.png": ("tutorial", "docs/tutorials/finite-black-box.md"),
     "tutorial_many_seeds_grid.png": ("tutorial", "docs/tutorials/many-seeds.md"),
     "run_curves_example.png": ("guide", "docs/guide.md: drawn by a small sketchbo-run, as that page says"),
+    "time_vs_T.png": ("record", "time_vs_T_cadata",
+                      ["scripts/bench_time_vs_T.py", "--plot", "experiments/time_vs_T_cadata.json", "--out", "{out}"]),
     "bbkb_fig1.png": ("record", "bbkb_fig1_curves",
                       ["scripts/plot_bbkb_fig1.py", "--results", "experiments/bbkb_fig1_record.json", "--out", "{out}"]),
     "bbkb_fig2.png": ("record", "bbkb_fig1_curves",

@@ -68,7 +68,7 @@ COMPARE = "compare"
 COMPARE_KEYS = ("name", "members")  # compare.yaml keys that are not shared parameter overrides
 USER_ERRORS = (ValueError, OSError, tracking.LoggingError)  # bad parameters, missing data files, W&B failures
 INT_KEYS = ("T", "n_seeds", "seed", "devices", "checkpoint_every")  # top-level keys that take whole numbers
-BOOL_KEYS = ("progress", "plots")  # top-level keys that take true or false
+BOOL_KEYS = ("progress", "plots", "approximation")  # top-level keys that take true or false
 HYDRA_FILES = {".hydra", "sketchbo.log"}  # what Hydra writes into a run directory before the task starts
 STARTED = time.time()  # directories created from here on are this process's
 
@@ -139,7 +139,8 @@ def check_logger(cfg: DictConfig) -> None:
 
 
 def check_run_keys(cfg: DictConfig) -> None:
-    """Whole-number keys given as floats (``T=1e3``) become ints; ``progress`` and ``plots`` must be booleans."""
+    """Whole-number keys given as floats (``T=1e3``) become ints; ``progress``, ``plots`` and ``approximation`` must
+    be booleans."""
     with open_dict(cfg):
         for key in INT_KEYS:
             value = cfg.get(key)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sketchbo import certificates
+from sketchbo import approximation, certificates
 from sketchbo.cli import results, tracking
 from sketchbo.algorithms import domain_names, get_spec, register
 from sketchbo.spec import AlgorithmSpec
@@ -34,7 +34,7 @@ from sketchbo.cli.tracking import CURVES_FILE, RUNTIME_KEYS  # RUNTIME_KEYS: con
 
 # Config keys added after paper-scale results were stored, with the value those results ran with: a stored
 # config without the key is complete for a config that holds this value (tracking.load_complete's ``added``).
-ADDED_KEYS = {"problem.shift": 0.0}
+ADDED_KEYS = {"problem.shift": 0.0, "approximation": False}
 CHECKPOINT_FILE = "checkpoint.npz"  # a job's checkpoint inside its run directory (grid runs: grid/)
 COMPARISON_FIGURE = "comparison.png"  # a comparison's members drawn together, beside comparison.json
 BOX_PROBLEMS = {*CONTINUOUS_PROBLEMS, "diabetes"}  # problems of the continuous algorithms (BO_ALGORITHMS)
@@ -160,9 +160,18 @@ def run_job(config: dict, run_dir: Path, problem=None, config_text: str | None =
         result = run(algo["name"], problem, kernel=kernel_override(config), **common)
         result = result._replace(certificates=certificates.of_run(result, problem, kernel_override(config)))
         gap = uniform_gap(problem)
-    summary = tracking.write_results(run_dir, result, config, uniform_gap=gap, config_text=config_text)
+    summary = tracking.write_results(run_dir, result, config, uniform_gap=gap, config_text=config_text,
+                                     approximation=approximation_of(config, result, problem))
     remove_checkpoint(run_dir)
     return summary
+
+
+def approximation_of(config: dict, result, problem) -> list[dict] | None:
+    """The sketch-accuracy certificates of a result (``approximation.of_run``, one dict per seed) when the config's
+    ``approximation`` is true and the algorithm has a sketch-accuracy statement (bkb, bbkb, bbkb_local), else None."""
+    if not config.get("approximation") or result.algorithm not in approximation.ALGORITHMS:
+        return None
+    return approximation.of_run(result, problem, kernel_override(config))
 
 
 def ensure_curves(run_dir: Path, config: dict) -> None:
@@ -222,7 +231,7 @@ def _check_continuous(name: str, problem, config: dict) -> None:
                          "Matérn-5/2 ARD kernel; use kernel=problem_default")
 
 
-__all__ = ["ADDED_KEYS", "BOX_PROBLEMS", "CHECKPOINT_FILE", "COMPARISON_FIGURE", "RUNTIME_KEYS", "build_problem",
-           "check_domains", "check_hyperparameters", "checkpoint_args", "completed", "ensure_curves", "hyperparameters",
-           "kernel_override", "load_spec", "remove_checkpoint", "run_job", "stored_result", "uniform_gap",
-           "write_comparison", "write_comparison_figure"]
+__all__ = ["ADDED_KEYS", "BOX_PROBLEMS", "CHECKPOINT_FILE", "COMPARISON_FIGURE", "RUNTIME_KEYS", "approximation_of",
+           "build_problem", "check_domains", "check_hyperparameters", "checkpoint_args", "completed", "ensure_curves",
+           "hyperparameters", "kernel_override", "load_spec", "remove_checkpoint", "run_job", "stored_result",
+           "uniform_gap", "write_comparison", "write_comparison_figure"]

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sketchbo.approximation import summary_line as approximation_line
 from sketchbo.engine.files import (  # noqa: F401  (re-exported: the result files use the core's atomic writes)
     atomic_savez, atomic_write, atomic_write_json, atomic_write_text, differences, plain, remove_temporaries, to_jsonable,
     without_keys,
@@ -46,8 +47,9 @@ PER_SEED_KEYS = ("cumulative_regret", "regret_ratio", "n_batches", "max_batch_si
 CURVES_FILE = "curves.png"  # a result's picture beside its summary.json (pictures.write_run_figure)
 
 
-def summary_of(result, config: dict) -> dict:
-    """The ``summary.json`` content of a runner ``RunResult`` and the run's resolved config."""
+def summary_of(result, config: dict, approximation: list | None = None) -> dict:
+    """The ``summary.json`` content of a runner ``RunResult`` and the run's resolved config; ``approximation``: the
+    sketch-accuracy certificates of its seeds (``sketchbo.approximation.of_run``), stored under that key."""
     summary = {
         "algorithm": result.algorithm,
         "problem": result.problem,
@@ -77,6 +79,8 @@ def summary_of(result, config: dict) -> dict:
         for key in ("d_eff", "dict_bound", "batch_bound"):
             if all(key in c for c in result.certificates):
                 summary[key] = [c[key] for c in result.certificates]
+    if approximation is not None:
+        summary["approximation"] = to_jsonable(approximation)
     if "on_face" in result.traces:  # boxes: per seed, the fraction of the model's queries (after n0) on a face
         summary["on_face"] = on_face_rates(result)
     return summary
@@ -98,7 +102,7 @@ def trace_arrays(result) -> dict:
 
 
 def write_results(run_dir, result, config: dict, uniform_gap: float | None = None,
-                  config_text: str | None = None) -> dict:
+                  config_text: str | None = None, approximation: list | None = None) -> dict:
     """Write the result files of ``result`` into ``run_dir``, ``summary.json`` last; return the summary.
 
     Order: a ``summary.json`` and a ``curves.png`` already there are removed (so that they always belong
@@ -107,11 +111,11 @@ def write_results(run_dir, result, config: dict, uniform_gap: float | None = Non
     runs when ``config["logger"]["name"]`` is ``wandb`` (see ``log_wandb``; ``uniform_gap`` = f* - mean f
     gives the per-round regret ratio), and ``summary.json``. A result with a ``summary.json`` is therefore
     complete, logged included. Temporary files that an earlier, killed write left in ``run_dir`` are
-    deleted first.
+    deleted first. ``approximation``: per-seed sketch-accuracy certificates for ``summary.json`` (`summary_of`).
     """
     run_dir = Path(run_dir)
     arrays = trace_arrays(result)
-    summary = summary_of(result, config)
+    summary = summary_of(result, config, approximation)
     remove_temporaries(run_dir)  # of an earlier write killed half-way
     (run_dir / "summary.json").unlink(missing_ok=True)
     (run_dir / CURVES_FILE).unlink(missing_ok=True)
@@ -342,7 +346,8 @@ def format_table(summaries: list[dict]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER))]
     lines = [" | ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "-+-".join("-" * w for w in widths))
-    return "\n".join([*lines, TABLE_FOOTER, *filter(None, (certificate_line(s) for s in summaries))])
+    notes = (line for s in summaries for line in (certificate_line(s), approximation_line(s)))
+    return "\n".join([*lines, TABLE_FOOTER, *filter(None, notes)])
 
 
 def certificate_line(summary: dict) -> str | None:

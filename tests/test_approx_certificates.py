@@ -115,7 +115,8 @@ def test_runs_under_the_theorems_conditions_stay_within_their_factor(runs, name)
         eps = cert.bkb_epsilon(_condition_qbar("bkb"), T, DELTA)
         assert c["bound"] == pytest.approx((1 + eps) / (1 - eps))
     assert c["ratio"]["n"] > 0 and c["within"]
-    assert 1.0 / c["bound"] <= c["ratio"]["min"] <= c["ratio"]["q50"] <= c["ratio"]["max"] <= c["bound"]
+    lower = 1.0 / c["bound"]  # the theorem's interval [1/alpha, alpha]
+    assert lower <= c["ratio"]["min"] <= c["ratio"]["q50"] <= c["ratio"]["max"] <= c["bound"]
     assert c["inverse_ratio"]["max"] == pytest.approx(1.0 / c["ratio"]["min"])
     if name == "bbkb":
         w = c["within_batch"]

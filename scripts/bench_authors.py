@@ -513,7 +513,8 @@ def speed_row(row: tuple, args, cache_dir: Path) -> dict:
     """One measurement of a row of [`SPEED_ROWS`][] (two processes side by side for the authors' "2 processes")."""
     _, impl, n, variant, cache = row
     env = dict(os.environ)
-    job = {"impl": impl, "problem": args.problem, "T": args.T, "seeds": list(range(n)), "authors_dir": str(args.authors_dir),
+    job = {"impl": impl, "problem": args.problem, "T": args.T, "seeds": list(range(n)),
+           "authors_dir": str(args.authors_dir),
            "dtype": variant if impl == "sketchbo" else "float64"}
     if impl == "authors":
         env["OPENBLAS_NUM_THREADS"] = "2" if variant == "2 threads" else "1"
@@ -538,7 +539,8 @@ def run_speed(args, log=None) -> dict:
     """Every row of [`SPEED_ROWS`][], ``args.repeats`` times in turn (the codes alternate within each repeat).
 
     Returns:
-        ``{"rows": [{"row", "impl", "seeds", "variant", "runs": [measurement, ...], "median": {...}}], "ratios": {...}}``.
+        ``{"rows": [{"row", "impl", "seeds", "variant", "runs": [measurement, ...], "median": {...}}],
+        "ratios": {...}}``.
     """
     rows = [{"row": r[0], "impl": r[1], "seeds": r[2], "variant": r[3], "cache": r[4], "runs": []} for r in SPEED_ROWS]
     with tempfile.TemporaryDirectory(prefix="bench-cache-") as tmp:

@@ -29,7 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace_s", "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
+EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace_s",
+          "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
           "/jax/core/compile/backend_compile_duration": "backend_s"}
 PROGRAMS = ("jit(init_all)", "jit(chunk_all)")
 # the ops of an optimized CPU program that become kernels of their own (each compiled by LLVM or a library call)
@@ -128,9 +129,9 @@ def table(results: dict) -> str:
                          str(p[0].get("kernels", "-")), f"{p[0].get('hlo_chars', 0) / 1000:.0f}"))
         for kind in ("cold", "warm"):
             r = runs[kind]
-            rows.append((label, f"run, {kind}: compile {_median([x['compile_s'] for x in r]):.2f} s, exec "
-                                f"{_median([x['exec_s'] for x in r]):.2f} s, wall {_median([x['wall_s'] for x in r]):.2f} s",
-                         "", "", "", "", ""))
+            med = {k: _median([x[k] for x in r]) for k in ("compile_s", "exec_s", "wall_s")}
+            rows.append((label, f"run, {kind}: compile {med['compile_s']:.2f} s, exec {med['exec_s']:.2f} s, "
+                                f"wall {med['wall_s']:.2f} s", "", "", "", "", ""))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "-" * len(lines[0]))

@@ -138,36 +138,6 @@ def cpu_cell(files, n_seeds: int, dtype: str) -> dict:
             "devices": {r["meta"]["n_devices"] for r in rs}}
 
 
-def cpu_table() -> str:
-    rows = []
-    for n_seeds in (1, 10):
-        for dtype in ("float64", "float32"):
-            for code in (CPU_CURRENT, CPU_REFERENCE):
-                c = cpu_cell(CPU_BLOCK[code], n_seeds, dtype)
-                rows.append([str(n_seeds), dtype, f"{code} ({c['runs']} runs)", s(c["wall"]), s(c["compile"]),
-                             s(c["exec"]), sig(c["ratio"]) + ("" if c["same"] else " (differs by run)")])
-    table = md_table(["seeds", "dtype", "code", "wall s", "compile s", "exec s", RU], rows, "rllrrrr")
-    return block(table, source("bench_cpu_2026_11_27", f"Medians of the runs in {cpu_window()} UTC; the files "
-                                                       f"`accelerator_seeds_in_program*` ({CPU_CURRENT}) and "
-                                                       f"`accelerator_{CPU_REFERENCE}_night*`, `_late*`."))
-
-
-def cpu_ratio_table() -> str:
-    rows = []
-    for n_seeds in (1, 10):
-        for dtype in ("float64", "float32"):
-            a = cpu_cell(CPU_BLOCK[CPU_CURRENT], n_seeds, dtype)
-            b = cpu_cell(CPU_BLOCK[CPU_REFERENCE], n_seeds, dtype)
-            rows.append([str(n_seeds), dtype] + [ratio(a[k] / b[k]) for k in ("wall", "compile", "exec")])
-    return block(md_table(["seeds", "dtype", "wall", "compile", "exec"], rows, "rlrrr"),
-                 f"*{CPU_CURRENT} over {CPU_REFERENCE}, medians of the same block of runs (above).*")
-
-
-def cpu_window() -> str:
-    metas = [r["meta"] for code in CPU_BLOCK for r in cpu_runs(CPU_BLOCK[code])]
-    return f"{hhmm(min(m['date'] for m in metas))}–{hhmm(max(m['date_end'] for m in metas))}"
-
-
 def cpu_sessions_table() -> str:
     rows = []
     for label, files in CPU_SESSIONS:
@@ -185,8 +155,6 @@ def cpu_values() -> dict:
     record = load("bench_cpu_2026_11_27")
     f64 = {(r["n_seeds"], tuple(r["regret_ratio"])) for f in record.values() for r in f["runs"]
            if r["dtype"] == "float64"}
-    one = {n: cpu_cell(CPU_BLOCK[CPU_CURRENT], 1, dt) for n, dt in (("f64", "float64"), ("f32", "float32"))}
-    ten = {n: cpu_cell(CPU_BLOCK[CPU_CURRENT], 10, dt) for n, dt in (("f64", "float64"), ("f32", "float32"))}
     devices = cpu_cell(CPU_BLOCK[CPU_CURRENT], 10, "float64")["devices"]
     return {
         "bench.cpu.drift": ratio(first["exec"] / last["exec"]),
@@ -196,14 +164,6 @@ def cpu_values() -> dict:
         "bench.cpu.f64_same": "identical" if len({k[1] for k in f64 if k[0] == 10}) == 1 and
                               len({k[1] for k in f64 if k[0] == 1}) == 1 else "not identical",
         "bench.cpu.devices": "/".join(str(d) for d in sorted(devices)),
-        "bench.cpu.one_f64_wall": s(one["f64"]["wall"]) + " s",
-        "bench.cpu.one_f64_compile": s(one["f64"]["compile"]) + " s",
-        "bench.cpu.one_f64_exec": s(one["f64"]["exec"]) + " s",
-        "bench.cpu.ten_f64_exec_per_seed": s(ten["f64"]["exec"] / 10) + " s",
-        "bench.cpu.f32_over_f64_exec": ratio(ten["f32"]["exec"] / ten["f64"]["exec"]),
-        "bench.cpu.f32_ratio": sig(ten["f32"]["ratio"]),
-        "bench.cpu.f64_ratio": sig(ten["f64"]["ratio"]),
-        "bench.cpu.window": cpu_window(),
     }
 
 
@@ -270,7 +230,6 @@ def eig_table() -> str:
 def accel_values() -> dict:
     out = {}
     h200 = "accelerator_h200"
-    out["bench.cadata_arms"] = str(accel_runs(h200)[0]["A"])
     passed = re.search(r"(\d+) passed", load(h200)["what"])
     out["bench.h200.conformance_passed"] = passed.group(1) if passed else "not recorded"
     for name, tag in (("accelerator_h200", "h200"), ("accelerator_h100", "h100")):
@@ -294,13 +253,6 @@ def accel_values() -> dict:
         out[f"bench.{tag}.loop_max"] = str(max(r["loop_iter_max"] for r in runs))
     h100_shown = ("one_wall", "one_compile", "big_wall", "big_exec", "big_busy", "f32_gap")
     out = {k: v for k, v in out.items() if not k.startswith("bench.h100.") or k.split(".")[2] in h100_shown}
-    for dtype, tag in (("float64", "f64"), ("float32", "f32")):
-        before = accel_cell(h200, MAIN, 1000, dtype)
-        after = accel_cell(h200, "after_vectorised_preparation_seeds_10_1000", 1000, dtype)
-        outside = (lambda r: r["wall_s"] - r["compile_s"] - r["exec_s"])
-        out[f"bench.h200.outside_before.{tag}"] = s(outside(before)) + " s"
-        out[f"bench.h200.outside_after.{tag}"] = s(outside(after)) + " s"
-        out[f"bench.h200.prep_wall_after.{tag}"] = s(after["wall_s"]) + " s"
     auto = {(r["n_seeds"], r["dtype"]): r for r in accel_runs(h200, "autotune_level_0_seeds_10_100")}
     saved = [accel_cell(h200, MAIN, *k)["compile_s"] - r["compile_s"]
              for k, r in auto.items() if k[0] == 100]
@@ -520,11 +472,7 @@ def speed_values() -> dict:
     d = load("bench_authors_speed")
     by = {(r["row"], r["impl"], r["variant"]): r["median"] for r in d["rows"]}
     f64, f32 = by[("10 seeds", "sketchbo", "float64")], by[("10 seeds", "sketchbo", "float32")]
-    return {"bench.speed.one_cold": ratio(d["ratios"]["1 seed, cold"]),
-            "bench.speed.one_warm": ratio(d["ratios"]["1 seed, warm"]),
-            "bench.speed.ten_f64": ratio(d["ratios"]["10 seeds float64"]),
-            "bench.speed.ten_f32": ratio(d["ratios"]["10 seeds float32"]),
-            "bench.speed.ten_f64_two_cores": ratio(d["ratios"]["10 seeds float64, authors on 2 cores"]),
+    return {"bench.speed.ten_f64_two_cores": ratio(d["ratios"]["10 seeds float64, authors on 2 cores"]),
             "bench.speed.f32_ratio_gap": percent(abs(f32["ratio"] / f64["ratio"] - 1.0)),
             "bench.speed.warm_compile": s(by[("1 seed, warm", "sketchbo", "float64")]["compile_s"]) + " s"}
 
@@ -562,11 +510,7 @@ def time_vs_T_values() -> dict:
 
 
 def compile_values() -> dict:
-    out = {}
-    for label in ("before", "this"):
-        for kind in ("cold", "warm"):
-            out[f"bench.compile.{label}.{kind}"] = s(median([x["compile_s"] for x in _compile_runs(label, kind)])) + " s"
-    return out
+    return {"bench.compile.this.cold": s(median([x["compile_s"] for x in _compile_runs("this", "cold")])) + " s"}
 
 
 def time_vs_T_table() -> str:
@@ -592,8 +536,6 @@ def tables() -> dict[str, str]:
         "bench.speed_ratios": speed_ratio_table(),
         "bench.compile": compile_table(),
         "bench.time_vs_T": time_vs_T_table(),
-        "bench.cpu": cpu_table(),
-        "bench.cpu_ratio": cpu_ratio_table(),
         "bench.cpu_sessions": cpu_sessions_table(),
         "bench.h200_time": accel_time_table("accelerator_h200"),
         "bench.h200_run": accel_run_table("accelerator_h200"),

@@ -41,13 +41,20 @@ def test_dtc_equals_exact_gp_when_dictionary_holds_every_pulled_arm(lam):
     np.testing.assert_allclose(post.var, var / lam, rtol=1e-8, atol=1e-10)  # lam-scaled units
 
 
-def test_one_gemm_variance_equals_embedded_form_for_a_partial_dictionary():
-    arms, kp, counts, ysum = _problem(seed=1)
-    lam = 0.2
-    idx = jnp.asarray(np.r_[np.nonzero(np.asarray(counts))[0][:7], np.zeros(5, int)], jnp.int32)
-    mask = jnp.arange(12) < 7
+def _partial_posterior(seed: int, used: int, lam: float, m: int = 12):
+    """A posterior whose dictionary holds the first ``used`` pulled arms in ``m`` slots: (arms, kp, kdiag, idx, mask,
+    post)."""
+    arms, kp, counts, ysum = _problem(seed=seed)
+    idx = jnp.asarray(np.r_[np.nonzero(np.asarray(counts))[0][:used], np.zeros(m - used, int)], jnp.int32)
+    mask = jnp.arange(m) < used
     kdiag = RBF.diag(kp, arms)
     post = nystrom.posterior(RBF, kp, arms, kdiag, idx, mask, *_pulled(counts), counts, ysum, lam)
+    return arms, kp, kdiag, idx, mask, post
+
+
+def test_one_gemm_variance_equals_embedded_form_for_a_partial_dictionary():
+    lam = 0.2
+    arms, kp, kdiag, idx, mask, post = _partial_posterior(1, 7, lam)
     Xs = arms[idx]
     K_AS = nystrom.cross_kernel(RBF, kp, arms, Xs, mask)
     emb = jax.vmap(lambda k, kd: nystrom.embedded_variance(k, kd, post.W, post.Vinv, lam))(K_AS, kdiag)
@@ -57,12 +64,8 @@ def test_one_gemm_variance_equals_embedded_form_for_a_partial_dictionary():
 
 def test_batched_embedded_variances_equal_the_one_arm_form():
     """The in-batch step's batched refresh (nystrom.embedded_variances) against embedded_variance arm by arm."""
-    arms, kp, counts, ysum = _problem(seed=2)
     lam = 0.2
-    idx = jnp.asarray(np.r_[np.nonzero(np.asarray(counts))[0][:9], np.zeros(3, int)], jnp.int32)
-    mask = jnp.arange(12) < 9
-    kdiag = RBF.diag(kp, arms)
-    post = nystrom.posterior(RBF, kp, arms, kdiag, idx, mask, *_pulled(counts), counts, ysum, lam)
+    arms, kp, kdiag, idx, mask, post = _partial_posterior(2, 9, lam)
     Vinv = nystrom.add_to_batch(post.Vinv, post.W, nystrom.cross_kernel(RBF, kp, arms[:1], arms[idx], mask)[0])
     K_AS = nystrom.cross_kernel(RBF, kp, arms, arms[idx], mask)
     one = jax.vmap(lambda k, kd: nystrom.embedded_variance(k, kd, post.W, Vinv, lam))(K_AS, kdiag)

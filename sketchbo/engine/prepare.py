@@ -38,7 +38,8 @@ def prepare(run: RunSpec) -> Prepared:
         static = alg.static(run.hypers[0], setup.setting, capacities)
         key = (alg.domain, alg, static, *setup.cache_key, run.T, run.seed_axis, setup.rounds_per_call,
                run.n_devices, seeds.shape, str(jdt.dtype), jax.tree.structure(elements))
-        store = (alg.name, repr(static), run.T, run.seed_axis, setup.rounds_per_call, run.n_devices) if storable else None
+        store = ((alg.name, repr(static), run.T, run.seed_axis, setup.rounds_per_call, run.n_devices)
+                 if storable else None)
         return compiled_program(key, lambda: setup.make_program(alg.build(static), static, capacities),
                                 init_args, chunk_args, cpu_options=setup.cpu_options, n_devices=run.n_devices,
                                 store_parts=store)

@@ -43,7 +43,8 @@ def enable_x64() -> None:
 
 def entry_settings() -> None:
     """What every entry point (``run``, ``run_grid``, ``Optimizer``) sets before it compiles: [`enable_x64`][] and, once
-    per process, the compilation cache on disk ([`compile_cache.enable_default`][sketchbo.engine.compile_cache.enable_default])."""
+    per process, the compilation cache on disk
+    ([`compile_cache.enable_default`][sketchbo.engine.compile_cache.enable_default])."""
     enable_x64()
     compile_cache.enable_default()
 
@@ -250,5 +251,5 @@ def run(algorithm: str | AlgorithmSpec, problem: Problem | ContinuousProblem, *,
                     capacity=capacity, checkpoint=checkpoint, checkpoint_every=checkpoint_every)[0][1]
 
 
-__all__ = ["check_algorithm", "check_run", "enable_x64", "entry_settings", "grid_points", "run", "run_grid", "usable_cores",
-           "use_cpu_cores"]
+__all__ = ["check_algorithm", "check_run", "enable_x64", "entry_settings", "grid_points", "run", "run_grid",
+           "usable_cores", "use_cpu_cores"]

@@ -919,7 +919,7 @@ def summary_table() -> str:
     counts = fig2_seed_counts()
     gp_n, g_n = counts["std_gp_ucb"], counts["gssbo"]
     rows = []
-    link = "reproductions.md"
+    link, link_bbkb = "reproductions.md", "reproductions-bbkb.md"
 
     # GSSBO Fig. 2: close to GP-UCB on the low-dimensional problems
     close = all(abs(jobs[p, "gssbo"].mean - jobs[p, "std_gp_ucb"].mean) <= jobs[p, "std_gp_ucb"].sd
@@ -975,7 +975,7 @@ def summary_table() -> str:
     fast = all(bkb_over_bbkb(p) > 1 and b[p, "gp_ucb"]["exec_s_per_seed"] > b[p, "bbkb"]["exec_s_per_seed"]
                for p in ("abalone", "cadata"))
     a_ab, a_ca = (authors(p)["summaries"] for p in ("abalone", "cadata"))
-    rows.append([f"[BBKB Fig. 1]({link}#bbkb-fig-1)", PAPER["bbkb.fig1"],
+    rows.append([f"[BBKB Fig. 1]({link_bbkb}#bbkb-fig-1)", PAPER["bbkb.fig1"],
                  f"BKB takes {times(bkb_over_bbkb('abalone'))} (Abalone) and {times(bkb_over_bbkb('cadata'))} "
                  f"(Cadata) BBKB's time to $T$ = {b['cadata', 'bbkb']['T']}; BBKB's {RATIO} "
                  f"{b['abalone', 'bbkb']['ratio_mean']:.3f} and {b['cadata', 'bbkb']['ratio_mean']:.3f}, "
@@ -990,7 +990,7 @@ def summary_table() -> str:
     eps, bb = rerun["cadata", "eps_greedy"], rerun["cadata", "bbkb"]
     eps_ratio, bb_ratio = np.mean(eps["regret_ratio"]), np.mean(bb["regret_ratio"])
     below = eps_ratio >= bb_ratio or eps["exec_s_per_seed"] >= bb["exec_s_per_seed"]
-    rows.append([f"[BBKB Fig. 1]({link}#bbkb-fig-1), EpsGreedy on Cadata",
+    rows.append([f"[BBKB Fig. 1]({link_bbkb}#bbkb-fig-1), EpsGreedy on Cadata",
                  "BBKB's regret in a fraction of the time of the competitors, EpsGreedy among them",
                  f"EpsGreedy's {RATIO} {pm(eps_ratio, np.std(eps['regret_ratio']))} against BBKB's "
                  f"{pm(bb_ratio, np.std(bb['regret_ratio']))}, in {times(eps['exec_s_per_seed'] / bb['exec_s_per_seed'], 2)} "
@@ -1003,21 +1003,21 @@ def summary_table() -> str:
         if p == "cadata":
             loc = b[p, "bbkb_local"]
             extra = f"; GlobalLocal-BBKB {loc['max_batch_size_mean']:.0f} (at most {loc['max_batch_size_max']:.0f})"
-        rows.append([f"[BBKB Fig. 2]({link}#bbkb-fig-1), {PROBLEM[p]}",
+        rows.append([f"[BBKB Fig. 2]({link_bbkb}#bbkb-fig-1), {PROBLEM[p]}",
                      f"batches grow to about {r['paper_largest_batch']} arms by $T$ = {r['T']}",
                      f"largest batch {r['max_batch_size_mean']:.0f} on average (at most {r['max_batch_size_max']:.0f})"
                      + extra,
                      f"{au['mean']:.0f} on average (at most {max(au['values']):.0f})", verdict(ok)])
     bb = [r for (p, a), r in b.items() if a in ("bbkb", "bbkb_local")]
     proto, T = load("bbkb_authors_cadata")["protocol"], load("bbkb_authors_cadata")["T"]
-    rows.append([f"[BBKB Thm. 1]({link}#bbkb-certificates)", PAPER["bbkb.thm1"],
+    rows.append([f"[BBKB Thm. 1]({link_bbkb}#bbkb-certificates)", PAPER["bbkb.thm1"],
                  f"largest dictionary at most {percent(max(r['max_dict_size_max'] / r['dict_bound'] for r in bb))} "
                  f"of its bound, batches at most {percent(max(r['n_batches_max'] / r['batch_bound'] for r in bb))}; "
                  f"outside the theorem's condition ($\\bar q$ = {proto['qbar']:g} < "
                  f"{8 * math.log(4 * T / proto['delta']):.1f})", "–", verdict(True, "bounds evaluated, not promised")])
     pr = poster_rows()
     eps_lower = all(pr[p, "eps_greedy"]["ratio_mean"] < pr[p, "bbkb"]["ratio_mean"] for p in POSTER)
-    rows.append([f"[BBKB poster]({link}#tabular-poster)",
+    rows.append([f"[BBKB poster]({link_bbkb}#tabular-poster)",
                  f"BBKB well below EpsGreedy ({PAPER['poster.table']}: {PAPER['poster.ratio.bbkb']} against "
                  f"{PAPER['poster.ratio.eps_greedy']})",
                  "on NB201 and FCNet EpsGreedy " + " and ".join(f"{pr[p, 'eps_greedy']['ratio_mean']:.3f}" for p in POSTER)
@@ -1025,11 +1025,11 @@ def summary_table() -> str:
                  + f" ({RATIO}, $T$ = {pr[POSTER[0], 'bbkb']['T']})", "–",
                  verdict(not eps_lower, "other tables" if eps_lower else "")])
     big = [pr[p, "bbkb"]["max_batch_size_mean"] for p in POSTER]
-    rows.append([f"[BBKB poster]({link}#tabular-poster)",
+    rows.append([f"[BBKB poster]({link_bbkb}#tabular-poster)",
                  f"batches of thousands of arms (≈ {PAPER['poster.batch.bbkb']:,} for BBKB)",
                  "BBKB's largest batch " + " and ".join(f"{x:.0f}" for x in big) + " on average (NB201, FCNet)", "–",
                  verdict(min(big) >= 1000, "other tables" if min(big) < 1000 else "")])
-    rows.append([f"[BKB Fig. 1]({link}#bkb-fig-1)", PAPER["bkb.fig1"],
+    rows.append([f"[BKB Fig. 1]({link_bbkb}#bkb-fig-1)", PAPER["bkb.fig1"],
                  "reproduced; the posteriors are checked by `tests/test_figures.py`", "–", verdict(True, "a test")])
     rows = [[f"**{where}**: {paper}", ours, theirs, word] for where, paper, ours, theirs, word in rows]
     return md_table(["the paper's claim", "ours", "the authors' code", "verdict"], rows, "llll")

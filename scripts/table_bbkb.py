@@ -6,7 +6,7 @@ batches, largest batch and largest dictionary (mean over seeds, and the largest 
 stored its theory certificates (``sketchbo.certificates``), d_eff(λ, X_T) and the smallest ``dict_bound`` /
 ``batch_bound`` over seeds. The paper's column holds what the BBKB text states for that cell (its Fig. 2:
 batches grow to about 3700 arms on Abalone and 3900 on Cadata); it states no other number. Printed as a
-Markdown table (the tables of docs/reproductions.md#bbkb-fig-1 are this output)::
+Markdown table (the tables of docs/reproductions-bbkb.md#bbkb-fig-1 are this output)::
 
     python scripts/table_bbkb.py --results results/paper/bbkb_fig1 [--json bbkb_fig1.json]
 

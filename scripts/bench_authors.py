@@ -177,8 +177,8 @@ def authors_kernel(utils, kernel: dict):
                                  PairwiseKernel(metric="rbf", gamma=1.0 / (2.0 * sigma2)))
 
 
-def run_authors_seed(bkb_lib, dot, problem, proto: dict, T: int, seed: int) -> dict:
-    """One seed of the authors' ``Batch_BKB`` for T pulls, timed.
+def run_authors_seed(bkb_lib, dot, problem, proto: dict, T: int, seed: int, cls: str = "Batch_BKB") -> dict:
+    """One seed of the authors' ``Batch_BKB`` (or another class of theirs with its interface) for T pulls, timed.
 
     Args:
         bkb_lib: the authors' imported ``bkb_lib`` module.
@@ -187,14 +187,20 @@ def run_authors_seed(bkb_lib, dot, problem, proto: dict, T: int, seed: int) -> d
         proto: ``lam``, ``F``, ``qbar``, ``C`` and ``xi`` (the feedback noise's standard deviation).
         T: pulls, the initial arm included.
         seed: the seed of their ``numpy.random.RandomState`` (initial arm, noise, resampling).
+        cls: the name of their class in ``bkb_lib``: ``Batch_BKB`` (default) or ``Local_Batch_BKB``.
 
     Returns:
         The seed's record (:func:`make_record`).
+
+    Raises:
+        AttributeError: ``bkb_lib`` has no class ``cls``.
     """
+    if not hasattr(bkb_lib, cls):
+        raise AttributeError(f"the authors' bkb_lib ({getattr(bkb_lib, '__file__', '?')}) has no class {cls!r}")
     rng = np.random.RandomState(seed)
     xi = proto["xi"]
-    alg = bkb_lib.Batch_BKB(lam=proto["lam"], dot=dot, fnorm=proto["F"], noise_variance=xi ** 2, delta=1.0 / T,
-                            qbar=proto["qbar"], ratio_threshold=proto["C"], verbose=0)
+    alg = getattr(bkb_lib, cls)(lam=proto["lam"], dot=dot, fnorm=proto["F"], noise_variance=xi ** 2, delta=1.0 / T,
+                                qbar=proto["qbar"], ratio_threshold=proto["C"], verbose=0)
     start = time.perf_counter()
     first = int(rng.randint(problem.arms.shape[0]))
     alg.initialize(problem.arms, [first], np.array([problem.f[first] + xi * rng.randn()]))
@@ -248,7 +254,8 @@ def batch_starts(batch_index) -> np.ndarray:
     return np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
 
 
-def run_ours(problem, proto: dict, T: int, n_seeds: int, log=None) -> tuple[list[dict], float]:
+def run_ours(problem, proto: dict, T: int, n_seeds: int, log=None,
+             algorithm: str = "bbkb") -> tuple[list[dict], float]:
     """Our ``bbkb`` on seeds 0..n_seeds-1, one ``sb.run`` per seed (the compiled program is reused).
 
     Args:
@@ -257,13 +264,14 @@ def run_ours(problem, proto: dict, T: int, n_seeds: int, log=None) -> tuple[list
         T: pulls per seed.
         n_seeds: how many seeds.
         log: a callable taking a progress line, or None.
+        algorithm: ``bbkb`` (default) or another of the family taking the same parameters (``bbkb_local``).
 
     Returns:
         ``(records, compile_s)``: one record per seed (time without compilation) and the compilation time.
     """
     records, compile_s = [], 0.0
     for seed in range(n_seeds):
-        res = sb.run("bbkb", problem, T=T, n_seeds=1, seed=seed, params=our_params(proto, T), progress=False)
+        res = sb.run(algorithm, problem, T=T, n_seeds=1, seed=seed, params=our_params(proto, T), progress=False)
         xi = res.hyperparameters.get("xi")
         if xi is not None and not np.isclose(xi, proto["xi"]):
             raise RuntimeError(f"our run used xi={xi}, the authors' run xi={proto['xi']}: the protocols differ")

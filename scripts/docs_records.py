@@ -58,8 +58,15 @@ FIGURES: dict[str, tuple] = {
     "bkb_fig1.png": ("computed", "experiments/bkb_fig1.py",
                      [["experiments/bkb_fig1.py", "--out", "{out}/bkb_fig1"],
                       ["scripts/plot_bkb_fig1.py", "--results", "{out}/bkb_fig1", "--out", "{out}"]]),
-    "gssbo_fig7.png": ("runs", "drawn from result set `results/paper/gssbo_fig7`, not committed; redraw with "
-                               "`scripts/reproduce.sh paper --only gssbo_fig7`"),
+    "gssbo_fig3.png": ("record", "gssbo_fig2",
+                       ["scripts/plot_gssbo_fig3.py", "--results", "experiments/gssbo_fig2_record.json",
+                        "--out", "{out}"]),
+    "gssbo_fig4.png": ("record", "gssbo_fig4",
+                       ["scripts/plot_gssbo_fig4.py", "--results", "experiments/gssbo_fig4_record.json",
+                        "--also", "experiments/gssbo_fig2_record.json", "--out", "{out}"]),
+    "gssbo_fig7.png": ("record", "gssbo_fig7",
+                       ["scripts/plot_gssbo_fig7.py", "--results", "experiments/gssbo_fig7_record.json",
+                        "--out", "{out}"]),
     "gssbo_fig9.png": ("runs", "drawn from result sets `results/paper/gssbo_fig9` and `gssbo_fig2`, not committed; "
                                "redraw with `scripts/reproduce.sh paper --only gssbo_fig9 --seeds 10 --seeds rembo=1 "
                                "--seeds hesbo=1`"),
@@ -74,6 +81,8 @@ FIGURES: dict[str, tuple] = {
     "run_curves_example.png": ("guide", "docs/guide.md: drawn by a small sketchbo-run, as that page says"),
     "time_vs_T.png": ("record", "time_vs_T_cadata",
                       ["scripts/bench_time_vs_T.py", "--plot", "experiments/time_vs_T_cadata.json", "--out", "{out}"]),
+    "sbpe_scale.png": ("record", "sbpe_scale",
+                       ["scripts/sbpe_scale.py", "--plot", "experiments/sbpe_scale.json", "--out", "{out}"]),
     "bbkb_fig1.png": ("record", "bbkb_fig1_curves",
                       ["scripts/plot_bbkb_fig1.py", "--results", "experiments/bbkb_fig1_record.json", "--out", "{out}"]),
     "bbkb_fig2.png": ("record", "bbkb_fig1_curves",

@@ -81,11 +81,13 @@ PAPER = {
     "gssbo.fig2.rssbo": "GSSBO better than RSSBO",
     "gssbo.fig3.share": 0.10,  # "about 10%": GSSBO's total time at iteration 1000 against Standard GP-UCB's
     "gssbo.fig3.mini_meta": "mini-META faster than Standard GP-UCB",
+    "gssbo.fig3.ipa": 'IPA "has no obvious advantage in terms of time consumption" over GP-UCB',
     "gssbo.fig4": "a larger Z moves GSSBO towards GP-UCB (Hartmann6); a smaller Z slightly better (Powell50)",
     "gssbo.fig7": "GSSBO keeps more samples near the optimum than RSSBO",
     "gssbo.fig9": 'REMBO and HeSBO "do not perform well on higher-dimensional tasks"',
     "bbkb.fig1": 'sub-linear regret "in a fraction of the time of the competitors"',
     "bbkb.thm1": "the dictionary and the number of batches stay within Thm. 1's bounds",
+    "bbkb.same_regret": 'BBKB "achieves the same regret as GP-UCB" (abstract; Thm. 2 up to a constant factor)',
     "bkb.fig1": "the subset-of-regressors variance collapses away from the data (variance starvation); "
                 "BKB's DTC posterior does not",
     # The ICML 2020 poster's tabular panel (NAS-Bench-101, a table we do not have), read off at t = 12,000
@@ -98,6 +100,7 @@ PAPER = {
 LABEL = {
     "bbkb": "BBKB", "bbkb_local": "GlobalLocal-BBKB", "bkb": "BKB", "gp_ucb": "GP-UCB", "gp_bucb": "GP-BUCB",
     "eps_greedy": "EpsGreedy", "std_gp_ucb": "Standard GP-UCB", "gssbo": "GSSBO", "rssbo": "RSSBO",
+    "gssbo:projection": "GSSBO (`projection`)",
     "kmeans_pp": "k-means++", "lr_first_m": "LR-First m", "sparse_gp": "SparseGP", "mini_gp_ucb": "mini-META",
     "dkl_ucb": "deep-kernel UCB", "bnn_ucb": "BNN-UCB", "vecchia_bo": "VecchiaBO", "ipa": "IPA",
     "rembo": "REMBO", "hesbo": "HeSBO",
@@ -181,9 +184,10 @@ def code_block(text: str, lang: str = "bash") -> str:
 
 # ------------------------------------------------------------------------------------------- GSSBO Fig. 2
 
-FIG2_ORDER = ("std_gp_ucb", "gssbo", "rssbo", "vecchia_bo", "mini_gp_ucb", "lr_first_m", "sparse_gp", "ipa",
-              "kmeans_pp")
+FIG2_ORDER = ("std_gp_ucb", "gssbo", "gssbo:projection", "rssbo", "vecchia_bo", "mini_gp_ucb", "lr_first_m",
+              "sparse_gp", "ipa", "kmeans_pp")  # gssbo: the default rule pivoted; gssbo:projection the paper's
 LOW_D = ("hartmann6", "eggholder2", "diabetes")
+FIG2_PROBLEMS = ("hartmann6", "eggholder2", "diabetes", "levy20", "powell50", "rastrigin100")
 HIGH_D = ("levy20", "powell50", "rastrigin100")
 
 
@@ -208,10 +212,13 @@ class Job(NamedTuple):
 
 
 def fig2() -> dict[tuple[str, str], Job]:
-    """``{(problem, algorithm): Job}`` of the GSSBO Fig. 2 record."""
+    """``{(problem, variant): Job}`` of the GSSBO Fig. 2 record; the variant is the algorithm, and for GSSBO under
+    another rule than its default ``pivoted`` ``gssbo:<rule>``."""
     out = {}
     for r in load("gssbo_fig2")["results"]:
-        out[r["problem"], r["algorithm"]] = Job(np.asarray(r["cumulative_regret"], dtype=np.float64),
+        rule = (r.get("hyperparameters") or {}).get("selection") if r["algorithm"] == "gssbo" else None
+        key = f"gssbo:{rule}" if rule and rule != "pivoted" else r["algorithm"]
+        out[r["problem"], key] = Job(np.asarray(r["cumulative_regret"], dtype=np.float64),
                                                 np.asarray(r["regret_ratio"], dtype=np.float64),
                                                 float(r["exec_s_per_seed"]), list(r["seeds"]),
                                                 (r.get("hyperparameters") or {}).get("selection"))
@@ -221,7 +228,7 @@ def fig2() -> dict[tuple[str, str], Job]:
 def fig2_label(algorithm: str) -> str:
     jobs = fig2()
     rules = {j.selection for (p, a), j in jobs.items() if a == algorithm and j.selection}
-    return LABEL[algorithm] + (f" (`{rules.pop()}`)" if len(rules) == 1 else "")
+    return LABEL[algorithm.split(":")[0]] + (f" (`{rules.pop()}`)" if len(rules) == 1 else "")
 
 
 def fig2_vs_gp(problem: str, algorithm: str) -> float:
@@ -304,6 +311,27 @@ def fig2_values() -> dict[str, str]:
     return out
 
 
+def projection_values() -> dict[str, str]:
+    """Fig. 2 under the paper's own rule ``projection``: against our default ``pivoted``, GP-UCB and RSSBO."""
+    jobs = fig2()
+    probs = [p for p in FIG2_PROBLEMS if (p, "gssbo:projection") in jobs]
+    if not probs:
+        return {"gssbo.fig2.projection.problems": "none"}
+    proj = {p: jobs[p, "gssbo:projection"] for p in probs}
+    vs_piv = {p: proj[p].mean / jobs[p, "gssbo"].mean for p in probs}
+    vs_gp = {p: proj[p].mean / jobs[p, "std_gp_ucb"].mean for p in probs}
+    apart = {p: se_apart(proj[p], jobs[p, "rssbo"]) for p in probs}
+    below = [PROBLEM[p] for p in probs if apart[p] >= 2]
+    above = [f"{PROBLEM[p]} ({-apart[p]:.1f})" for p in probs if apart[p] <= -2]
+    out = {"gssbo.fig2.projection.problems": and_list([PROBLEM[p] for p in probs]),
+           "gssbo.fig2.projection.seeds": "/".join(sorted({str(proj[p].n) for p in probs})),
+           "gssbo.fig2.projection.vs_pivoted": and_list([f"{rel(vs_piv[p])} on {PROBLEM[p]}" for p in probs]),
+           "gssbo.fig2.projection.vs_gp": and_list([f"{rel(vs_gp[p])} on {PROBLEM[p]}" for p in probs]),
+           "gssbo.fig2.projection.below_rssbo": and_list(below) if below else "none",
+           "gssbo.fig2.projection.above_rssbo": and_list(above) if above else "none"}
+    return out
+
+
 # ------------------------------------------------------------------------------------------- GSSBO Fig. 3
 
 def fig3_share(problem: str, algorithm: str = "gssbo") -> float:
@@ -314,12 +342,15 @@ def fig3_share(problem: str, algorithm: str = "gssbo") -> float:
 def fig3_table() -> str:
     jobs = fig2()
     problems = sorted({p for p, _ in jobs}, key=lambda p: (p not in ("hartmann6", "powell50"), p))
+    gssbo = [a for a in ("gssbo", "gssbo:projection") if any(b == a for _, b in jobs)]
     rows = []
     for p in problems:
-        rows.append([PROBLEM[p], secs(jobs[p, "std_gp_ucb"].exec_s), secs(jobs[p, "gssbo"].exec_s),
-                     percent(fig3_share(p)), secs(jobs[p, "mini_gp_ucb"].exec_s), secs(jobs[p, "vecchia_bo"].exec_s)])
-    return md_table(["problem", "Standard GP-UCB", fig2_label("gssbo"), "GSSBO / GP-UCB", "mini-META",
-                     "VecchiaBO"], rows)
+        rows.append([PROBLEM[p], secs(jobs[p, "std_gp_ucb"].exec_s)]
+                    + [secs(jobs[p, a].exec_s) if (p, a) in jobs else "–" for a in gssbo]
+                    + [percent(fig3_share(p)), secs(jobs[p, "ipa"].exec_s), percent(fig3_share(p, "ipa")),
+                       secs(jobs[p, "mini_gp_ucb"].exec_s), secs(jobs[p, "vecchia_bo"].exec_s)])
+    return md_table(["problem", "Standard GP-UCB"] + [fig2_label(a) for a in gssbo]
+                    + ["GSSBO (`pivoted`) / GP-UCB", "IPA", "IPA / GP-UCB", "mini-META", "VecchiaBO"], rows)
 
 
 def fig3_values() -> dict[str, str]:
@@ -331,6 +362,10 @@ def fig3_values() -> dict[str, str]:
     out["gssbo.fig3.paper"] = percent(PAPER["gssbo.fig3.share"])
     for p in ("hartmann6", "powell50", "rastrigin100"):
         out[f"gssbo.fig3.mini_meta.{p}"] = percent(fig3_share(p, "mini_gp_ucb"))
+    ipa = {p: fig3_share(p, "ipa") for p in shares}
+    out["gssbo.fig3.ipa.range"] = f"{percent(min(ipa.values()))} to {percent(max(ipa.values()))}"
+    out["gssbo.fig3.ipa_over_gssbo"] = (f"{min(jobs[p, 'ipa'].exec_s / jobs[p, 'gssbo'].exec_s for p in shares):.1f}× "
+                                        f"to {max(jobs[p, 'ipa'].exec_s / jobs[p, 'gssbo'].exec_s for p in shares):.1f}×")
     out["gssbo.fig3.seconds.powell50"] = (f"{jobs['powell50', 'mini_gp_ucb'].exec_s:.0f} s against "
                                           f"{jobs['powell50', 'std_gp_ucb'].exec_s:.0f} s")
     return out
@@ -348,6 +383,131 @@ def definition_values() -> dict[str, str]:
     out["gssbo.fig9.shift"] = "/".join(sorted(shifts))
     paper_seeds = {n for sw in paper_sweeps("gssbo_fig2") for n in sw.get("n_seeds", [])}
     out["gssbo.fig2.file_seeds"] = "/".join(sorted(paper_seeds))
+    return out
+
+
+# ------------------------------------------------------------------------------------------- GSSBO Fig. 4
+
+FIG4_PROBLEMS = ("hartmann6", "powell50")
+
+
+def fig4_rows() -> list[dict]:
+    """GSSBO at each Z and rule on Fig. 4's problems, from record gssbo_fig4 and, for Z = 4 (the default) and the
+    references, record gssbo_fig2: ``{problem, label, Z, M, job}``, in the figure's order."""
+    jobs = fig2()
+    out = []
+    for r in load("gssbo_fig4")["results"] + load("gssbo_fig2")["results"]:
+        h = r.get("hyperparameters") or {}
+        if r["problem"] not in FIG4_PROBLEMS or r["algorithm"] != "gssbo":
+            continue
+        rule = h.get("selection", "pivoted")
+        job = Job(np.asarray(r["cumulative_regret"], float), np.asarray(r["regret_ratio"], float),
+                  float(r["exec_s_per_seed"]), list(r["seeds"]), rule)
+        out.append({"problem": r["problem"], "label": f"GSSBO (`{rule}`)", "rule": rule, "Z": float(h["Z"]),
+                    "M": int(h["M_resolved"]), "job": job})
+    for p in FIG4_PROBLEMS:
+        for a in ("rssbo", "std_gp_ucb"):
+            out.append({"problem": p, "label": LABEL[a], "rule": None, "Z": None, "M": None, "job": jobs[p, a]})
+    order = {"pivoted": 0, "projection": 1, "cosine": 2, None: 3}
+    return sorted(out, key=lambda r: (FIG4_PROBLEMS.index(r["problem"]), order[r["rule"]], r["Z"] or 0, r["label"]))
+
+
+def fig4_table() -> str:
+    rows = []
+    for r in fig4_rows():
+        gp = next(x for x in fig4_rows() if x["problem"] == r["problem"] and x["label"] == LABEL["std_gp_ucb"])
+        rows.append([PROBLEM[r["problem"]], r["label"], "–" if r["Z"] is None else f"{r['Z']:g}",
+                     "–" if r["M"] is None else str(r["M"]), str(r["job"].n),
+                     regret_cell(r["job"].mean, r["job"].sd), rel(r["job"].mean / gp["job"].mean)])
+    return md_table(["problem", "method", "Z", "M", "seeds", "$R_T$ mean ± sd", "$R_T$ / GP-UCB's"], rows)
+
+
+def fig4_trend(problem: str) -> dict[float, float]:
+    """GSSBO (`pivoted`)'s mean R_T per Z on ``problem``."""
+    return {r["Z"]: r["job"].mean for r in fig4_rows() if r["problem"] == problem and r["rule"] == "pivoted"}
+
+
+def fig4_values() -> dict[str, str]:
+    out = {}
+    for p in FIG4_PROBLEMS:
+        trend = fig4_trend(p)
+        out[f"gssbo.fig4.trend.{p}"] = ", ".join(f"{simple(v)} at Z = {z:g}"
+                                                for z, v in sorted(trend.items()))
+    h = fig4_trend("hartmann6")
+    zs = sorted(h)
+    out["gssbo.fig4.hartmann6.monotone"] = ("falls as Z grows" if all(h[a] >= h[b] for a, b in zip(zs, zs[1:]))
+                                           else "does not fall steadily as Z grows")
+    pw = fig4_trend("powell50")
+    out["gssbo.fig4.powell50.small_z"] = ("below" if pw[min(pw)] < pw[4.0] else "not below")
+    out["gssbo.fig4.seeds"] = "/".join(sorted({str(r["job"].n) for r in fig4_rows() if r["rule"] == "pivoted"}))
+    ok_h, ok_p = fig4_agrees()
+    spread = [p for p in FIG4_PROBLEMS if fig4_within_sd(p)]
+    out["gssbo.fig4.verdict"] = (f"**{'agrees' if ok_h else 'disagrees'}** on Hartmann6 and "
+                                 f"**{'agrees' if ok_p else 'disagrees'}** on Powell50"
+                                 + (f"; on {and_list([PROBLEM[p] for p in spread])} every Z lies within one sd of "
+                                    "the default's" if spread else ""))
+    return out
+
+
+def fig4_within_sd(problem: str) -> bool:
+    """Every Z's mean R_T of GSSBO (`pivoted`) within one sd (over the seeds) of the default Z = 4's."""
+    rows = {r["Z"]: r["job"] for r in fig4_rows() if r["problem"] == problem and r["rule"] == "pivoted"}
+    return all(abs(j.mean - rows[4.0].mean) <= rows[4.0].sd for j in rows.values())
+
+
+def fig4_agrees() -> tuple[bool, bool]:
+    """The paper's two readings of Fig. 4 for GSSBO (`pivoted`): on Hartmann6 R_T falls as Z grows; on Powell50
+    the smallest Z is below the default Z = 4."""
+    h, pw = fig4_trend("hartmann6"), fig4_trend("powell50")
+    zs = sorted(h)
+    return all(h[a] >= h[b] for a, b in zip(zs, zs[1:])), pw[min(pw)] < pw[4.0]
+
+
+# ------------------------------------------------------------------------------------------- GSSBO Fig. 7
+
+FIG7_LABEL = {"gssbo_projection": "GSSBO `projection` (the paper's rule)", "gssbo_cosine": "GSSBO `cosine`",
+              "gssbo_pivoted": "GSSBO `pivoted` (our default)", "rssbo": "RSSBO (random)", "kmeans_pp": "k-means++"}
+
+
+def fig7_counts() -> dict[str, dict[int, dict]]:
+    """``{subset: {seed: row}}`` of record gssbo_fig7."""
+    out = {}
+    for row in load("gssbo_fig7")["rows"]:
+        out.setdefault(row["subset"], {})[row["seed"]] = row
+    return out
+
+
+def fig7_paired(name: str) -> tuple[np.ndarray, float]:
+    """Per seed: ``name``'s kept samples among the best quarter minus RSSBO's; and the mean difference in standard
+    errors."""
+    c = fig7_counts()
+    d = np.array([c[name][s]["best_quarter"] - c["rssbo"][s]["best_quarter"] for s in sorted(c["rssbo"])], float)
+    return d, float(d.mean() / (d.std(ddof=1) / math.sqrt(d.size)))
+
+
+def fig7_table() -> str:
+    c = fig7_counts()
+    rows = []
+    for name in FIG7_LABEL:
+        q = np.array([r["best_quarter"] for r in c[name].values()], float)
+        dist = np.array([r["mean_dist"] for r in c[name].values()])
+        diff = "–" if name == "rssbo" else (f"{fig7_paired(name)[0].mean():+.1f} "
+                                             f"({fig7_paired(name)[1]:+.1f} se)").replace("-", "−")
+        rows.append([FIG7_LABEL[name], f"{q.mean():.1f} ± {q.std(ddof=1):.1f} ({q.min():.0f}–{q.max():.0f})",
+                     diff, f"{dist.mean():.3f}"])
+    return md_table(["subset", "kept among the best quarter, mean ± sd (range)", "against RSSBO (paired)",
+                     "mean distance to the minimiser"], rows)
+
+
+def fig7_values() -> dict[str, str]:
+    rec = load("gssbo_fig7")
+    st = rec["settings"]
+    d, se = fig7_paired("gssbo_projection")
+    out = {"gssbo.fig7.seeds": str(st["seeds"]), "gssbo.fig7.quarter": str(st["n"] // 4),
+           "gssbo.fig7.projection_wins": f"{int((d > 0).sum())} of {d.size}",
+           "gssbo.fig7.projection_se": f"{se:.1f}"}
+    for name in ("gssbo_pivoted", "gssbo_cosine"):
+        out[f"gssbo.fig7.{name}.diff"] = f"{fig7_paired(name)[0].mean():+.1f}".replace("-", "−")
     return out
 
 
@@ -686,8 +846,8 @@ def with_max(mean, largest) -> str:
     return f"{mean:.1f} ({largest:.0f})" if mean != largest else f"{mean:.0f}"
 
 
-def bbkb_tables(record: str, prefix: str) -> dict[str, str]:
-    rows = {(r["problem"], r["algorithm"]): r for r in load(record)}
+def bbkb_tables(records: list[dict], prefix: str) -> dict[str, str]:
+    rows = {(r["problem"], r["algorithm"]): r for r in records}
     at_t = {r.get("at_t") for r in rows.values()} - {None}
     regret, batches = [], []
     for p, a in bbkb_sorted(rows):
@@ -756,9 +916,19 @@ def bbkb_values() -> dict[str, str]:
         out[f"bbkb.gp_ucb_time.{p}"] = (f"{rows[p, 'gp_ucb']['exec_s_per_seed']:.1f} s to $t$ = "
                                         f"{rows[p, 'gp_ucb']['T']} against BBKB's {b['exec_s_per_seed']:.1f} s to "
                                         f"$T$ = {b['T']}")
+        g = rows[p, "gp_ucb"]
+        out[f"bbkb.gp_ucb_over_bbkb_time.{p}"] = times(g["exec_s_per_seed"] / b["exec_s_per_seed"])
+        out[f"bbkb.vs_gp_ucb.{p}"] = (rel(b["regret_mean"] / g["regret_mean"]) if g["T"] == b["T"]
+                                      else f"not comparable (GP-UCB ran to $t$ = {g['T']})")
+        out[f"bbkb.gp_ucb_ratio.{p}"] = f"{g['ratio_mean']:.3f}"
         out[f"bbkb.batch.{p}"] = f"{b['max_batch_size_mean']:.0f}"
         out[f"bbkb.batch_max.{p}"] = f"{b['max_batch_size_max']:.0f}"
         out[f"bbkb.paper_batch.{p}"] = f"{b['paper_largest_batch']}"
+    tvt = {a: {r["T"]: r["exec_s"] for r in v["rows"]} for a, v in load("time_vs_T_cadata")["results"].items()}
+    t_bkb = max(tvt["bkb"])
+    t_bbkb = min(T for T in tvt["bbkb"] if T >= t_bkb)  # BBKB's first horizon at least BKB's longest
+    out["bbkb.same_run_times"] = (f"BKB took {tvt['bkb'][t_bkb]:.1f} s to $T$ = {t_bkb} against BBKB's "
+                                  f"{tvt['bbkb'][t_bbkb]:.1f} s to $T$ = {t_bbkb}")
     loc = rows["cadata", "bbkb_local"]
     out["bbkb.local_batch.cadata"] = f"{loc['max_batch_size_mean']:.0f} on average and {loc['max_batch_size_max']:.0f} at most"
     eps = [f"{rows[p, 'eps_greedy']['ratio_mean']:.3f} on {PROBLEM[p]}" for p in ("abalone", "cadata")
@@ -819,8 +989,13 @@ def authors_values() -> dict[str, str]:
 
 # -------------------------------------------------------------------------------------- the poster's tables
 
+def poster_record() -> list[dict]:
+    """The poster's rows: record tabular_poster, and the jobs run after it (record tabular_poster_additions)."""
+    return load("tabular_poster") + load("tabular_poster_additions")
+
+
 def poster_rows() -> dict[tuple[str, str], dict]:
-    return {(r["problem"], r["algorithm"]): r for r in load("tabular_poster")}
+    return {(r["problem"], r["algorithm"]): r for r in poster_record()}
 
 
 POSTER = ("nb201_cifar10", "fcnet_protein_structure")
@@ -848,8 +1023,13 @@ def poster_values() -> dict[str, str]:
     Ts = sorted({int(r["T"]) for r in rows.values()})
     out["poster.T"], out["poster.exact_T"] = str(Ts[-1]), str(Ts[0])
     out["poster.seeds"] = "/".join(str(s) for s in sorted({r["seeds"] for r in rows.values()}))
-    f = rows["fcnet_protein_structure", "bbkb_local"]
-    out["poster.local_batch.fcnet"] = f"{f['max_batch_size_mean']:.0f} (at most {f['max_batch_size_max']:.0f})"
+    for p in POSTER:
+        if (p, "bbkb_local") in rows:
+            f = rows[p, "bbkb_local"]
+            out[f"poster.local_batch.{p.split('_')[0]}"] = (f"{f['max_batch_size_mean']:.0f} "
+                                                          f"(at most {f['max_batch_size_max']:.0f})")
+            out[f"poster.local_vs_bbkb.{p.split('_')[0]}"] = (f"{f['ratio_mean']:.3f} against BBKB's "
+                                                            f"{rows[p, 'bbkb']['ratio_mean']:.3f}")
     nb = rows["nb201_cifar10", "bbkb"]
     out["poster.nb201.dict"] = f"{nb['max_dict_size_mean']:.0f}"
     out["poster.nb201.ratio_at_t"] = f"{nb['ratio_at_t_mean']:.3f} at $t$ = {nb['at_t']}, {nb['ratio_mean']:.3f} at $T$ = {nb['T']}"
@@ -867,8 +1047,8 @@ def poster_values() -> dict[str, str]:
 
 # -------------------------------------------------------------------------------------------------- figures
 
-FIGURE_CAPTIONS = ("gssbo_fig2.png", "bbkb_fig1.png", "bbkb_fig2.png", "bkb_fig1.png", "gssbo_fig7.png",
-                   "gssbo_fig9.png", "gssbo_dkl_bnn.png", "tabular_poster.png")
+FIGURE_CAPTIONS = ("gssbo_fig2.png", "bbkb_fig1.png", "bbkb_fig2.png", "bkb_fig1.png", "gssbo_fig3.png",
+                   "gssbo_fig4.png", "gssbo_fig7.png", "gssbo_fig9.png", "gssbo_dkl_bnn.png", "tabular_poster.png")
 
 
 def figure_source(figure: str) -> str:
@@ -925,15 +1105,23 @@ def summary_table() -> str:
     close = all(abs(jobs[p, "gssbo"].mean - jobs[p, "std_gp_ucb"].mean) <= jobs[p, "std_gp_ucb"].sd
                 for p in ("hartmann6", "eggholder2"))
     rows.append([f"[GSSBO Fig. 2]({link}#fig-2)", PAPER["gssbo.fig2.close"],
-                 f"GSSBO's $R_T$ {rel(fig2_vs_gp('hartmann6', 'gssbo'))} and {rel(fig2_vs_gp('eggholder2', 'gssbo'))} "
+                 f"GSSBO (`pivoted`)'s $R_T$ {rel(fig2_vs_gp('hartmann6', 'gssbo'))} and "
+                 f"{rel(fig2_vs_gp('eggholder2', 'gssbo'))} "
                  f"Standard GP-UCB's, within one sd of GP-UCB's seeds ({g_n} seeds against {gp_n})", "–",
                  verdict(close, "level" if close else "")])
+    if ("hartmann6", "gssbo:projection") in jobs:
+        pj = [fig2_vs_gp(p, "gssbo:projection") for p in ("hartmann6", "eggholder2")]
+        close_p = all(abs(jobs[p, "gssbo:projection"].mean - jobs[p, "std_gp_ucb"].mean) <= jobs[p, "std_gp_ucb"].sd
+                      for p in ("hartmann6", "eggholder2"))
+        rows.append([f"[GSSBO Fig. 2]({link}#fig-2), the paper's rule", PAPER["gssbo.fig2.close"],
+                     f"GSSBO (`projection`)'s $R_T$ {rel(pj[0])} and {rel(pj[1])} Standard GP-UCB's "
+                     f"({jobs['hartmann6', 'gssbo:projection'].n} seeds)", "–", verdict(close_p)])
     v = jobs["hartmann6", "vecchia_bo"].mean / jobs["hartmann6", "gssbo"].mean
     rows.append([f"[GSSBO Fig. 2]({link}#fig-2)", PAPER["gssbo.fig2.vecchia"],
                  f"VecchiaBO's $R_T$ {rel(v)} GSSBO's on Hartmann6", "–", verdict(v <= 1)])
     lowest = {p: min(counts, key=lambda a: jobs[p, a].mean) for p in HIGH_D}
     rows.append([f"[GSSBO Fig. 2]({link}#fig-2)", PAPER["gssbo.fig2.high_d"],
-                 "GSSBO's $R_T$ " + ", ".join(rel(fig2_vs_gp(p, "gssbo")) for p in HIGH_D)
+                 "GSSBO (`pivoted`)'s $R_T$ " + ", ".join(rel(fig2_vs_gp(p, "gssbo")) for p in HIGH_D)
                  + " Standard GP-UCB's; lowest: " + ", ".join(f"{LABEL[lowest[p]]} ({PROBLEM[p]})" for p in HIGH_D),
                  "–",
                  verdict(all(a == "gssbo" for a in lowest.values()))])
@@ -947,9 +1135,17 @@ def summary_table() -> str:
     below = [p for p, s in apart.items() if s >= 2]
     level = [PROBLEM[p] for p, s in apart.items() if abs(s) < 2]
     rows.append([f"[GSSBO Fig. 2]({link}#fig-2)", PAPER["gssbo.fig2.rssbo"],
-                 f"GSSBO below RSSBO by 2 or more standard errors on {len(below)} of {len(apart)} problems"
+                 f"GSSBO (`pivoted`) below RSSBO by 2 or more standard errors on {len(below)} of {len(apart)} problems"
                  + (f"; level on {and_list(level)}" if level else ""), "–",
                  verdict(len(below) > len(apart) / 2, f"{len(below)} of {len(apart)}")])
+    proj = {p: se_apart(jobs[p, "gssbo:projection"], jobs[p, "rssbo"]) for p, a in jobs if a == "gssbo:projection"}
+    if proj:
+        below_p = [p for p, v in proj.items() if v >= 2]
+        above_p = [p for p, v in proj.items() if v <= -2]
+        rows.append([f"[GSSBO Fig. 2]({link}#fig-2), the paper's rule", PAPER["gssbo.fig2.rssbo"],
+                     f"GSSBO (`projection`) below RSSBO by 2 or more standard errors on {len(below_p)} of "
+                     f"{len(proj)} problems, above by as much on {len(above_p)}", "–",
+                     verdict(len(below_p) > len(proj) / 2, f"{len(below_p)} of {len(proj)}")])
     t1 = t1000()
     ratios = [t1[p, "gssbo"].ratio.mean() / t1[p, "std_gp_ucb"].ratio.mean() for p in HIGH_D]
     rows.append([f"[GSSBO Fig. 2, the library's MAP core]({link}#box-gp-core)", PAPER["gssbo.fig2.high_d"],
@@ -966,8 +1162,24 @@ def summary_table() -> str:
     rows.append([f"[GSSBO Fig. 3]({link}#fig-3)", PAPER["gssbo.fig3.mini_meta"],
                  f"mini-META {percent(mm[0])} (Hartmann6) and {percent(mm[1])} (Powell50) of GP-UCB's time", "–",
                  verdict(all(m < 1 for m in mm))])
-    for fig, anchor, key in (("GSSBO Fig. 4", "fig-4", "gssbo.fig4"), ("GSSBO Fig. 7", "fig-7", "gssbo.fig7"),
-                             ("GSSBO App. Fig. 9", "fig-9", "gssbo.fig9")):
+    ipa = [fig3_share(p, "ipa") for p in ("hartmann6", "powell50")]
+    rows.append([f"[GSSBO Fig. 3]({link}#fig-3), IPA", PAPER["gssbo.fig3.ipa"],
+                 f"IPA {percent(ipa[0])} (Hartmann6) and {percent(ipa[1])} (Powell50) of GP-UCB's time", "–",
+                 verdict(all(s > 0.5 for s in ipa))])
+    d7, se7 = fig7_paired("gssbo_projection")
+    piv7 = fig7_paired("gssbo_pivoted")[0].mean()
+    rows.append([f"[GSSBO Fig. 7]({link}#fig-7)", PAPER["gssbo.fig7"],
+                 f"of the best quarter of 200 samples, `projection` (the paper's rule) keeps {d7.mean():+.1f} more "
+                 f"than RSSBO ({se7:.1f} standard errors, {d7.size} seeds); `pivoted` (our default) "
+                 + f"{piv7:+.1f}".replace("-", "−"),
+                 "–", verdict(se7 >= 2, "the paper's rule; our default rule keeps fewer")])
+    ok_h, ok_p = fig4_agrees()
+    rows.append([f"[GSSBO Fig. 4]({link}#fig-4)", PAPER["gssbo.fig4"],
+                 "GSSBO (`pivoted`)'s $R_T$ on Hartmann6: " + fig4_values()["gssbo.fig4.trend.hartmann6"]
+                 + "; on Powell50: " + fig4_values()["gssbo.fig4.trend.powell50"], "–",
+                 verdict(ok_h and ok_p, "" if ok_h and ok_p else ("Hartmann6 only" if ok_h else
+                                                                  "Powell50 only" if ok_p else ""))])
+    for fig, anchor, key in (("GSSBO App. Fig. 9", "fig-9", "gssbo.fig9"),):
         rows.append([f"[{fig}]({link}#{anchor})", PAPER[key], "not recorded", "–", verdict(None, "no record")])
 
     # BBKB
@@ -985,6 +1197,15 @@ def summary_table() -> str:
                  f"(sketchbo {a_ab['sketchbo']['time_s']['mean']:.1f} s and {a_ca['sketchbo']['time_s']['mean']:.1f} s "
                  "in the same runs)",
                  verdict(fast)])
+    gap = {p: b[p, "bbkb"]["regret_mean"] / b[p, "gp_ucb"]["regret_mean"] for p in ("abalone", "cadata")
+           if b[p, "gp_ucb"]["T"] == b[p, "bbkb"]["T"]}
+    if gap:
+        rows.append([f"[BBKB Fig. 1]({link_bbkb}#bbkb-fig-1), against exact GP-UCB", PAPER["bbkb.same_regret"],
+                     "BBKB's $R_T$ " + " and ".join(f"{rel(v)} ({PROBLEM[p]})" for p, v in gap.items())
+                     + f" exact GP-UCB's at $T$ = {b['cadata', 'bbkb']['T']}", "–",
+                     verdict(all(v <= 1.25 for v in gap.values()),
+                             ("on Cadata; " if any(v > 1.25 for v in gap.values()) else "")
+                             + "'same' read as within 25%")])
     # EpsGreedy against BBKB on Cadata, both from the re-run (same machine, same session)
     rerun = {(e["problem"], e["algorithm"]): e for e in load("bbkb_fig1_curves")["results"]}
     eps, bb = rerun["cadata", "eps_greedy"], rerun["cadata", "bbkb"]
@@ -1049,7 +1270,7 @@ def vmap_against_map() -> dict[str, str]:
 
 def values() -> dict[str, str]:
     out = {}
-    for part in (fig2_values, fig3_values, definition_values, rules_values, box_values, t1000_values,
+    for part in (fig2_values, projection_values, fig3_values, fig4_values, fig7_values, definition_values, rules_values, box_values, t1000_values,
                  gssbo_time_values, bbkb_values, authors_values, poster_values, figure_values, record_values,
                  vmap_against_map):
         out.update(part())
@@ -1058,8 +1279,9 @@ def values() -> dict[str, str]:
 
 def tables() -> dict[str, str]:
     out = {"results.summary": summary_table(), "gssbo.fig3.times": fig3_table(), "gssbo.rules": rules_table(),
-           "box.t1000": t1000_table(), "box.time": gssbo_time_table(), "bbkb.certificates": certificate_table()}
-    for part in (fig2_tables(), box_tables(), bbkb_tables("bbkb_fig1", "bbkb.fig1"),
-                 bbkb_tables("tabular_poster", "poster"), authors_tables(), record_tables()):
+           "box.t1000": t1000_table(), "box.time": gssbo_time_table(), "bbkb.certificates": certificate_table(),
+           "gssbo.fig7.counts": fig7_table(), "gssbo.fig4.regret": fig4_table()}
+    for part in (fig2_tables(), box_tables(), bbkb_tables(load("bbkb_fig1"), "bbkb.fig1"),
+                 bbkb_tables(poster_record(), "poster"), authors_tables(), record_tables()):
         out.update(part)
     return out

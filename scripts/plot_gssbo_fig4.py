@@ -1,7 +1,7 @@
 """GSSBO Fig. 4: sensitivity of GSSBO to the dynamic-buffer factor Z (or a fixed M): cumulative regret.
 
-One panel per problem: GSSBO at every Z / M found (one line each, labelled with Z and the subset size M it
-gave), and RSSBO and Standard GP-UCB when present, mean ± std over seeds (Wei et al. 2025, §6.1); the panel title gives
+One panel per problem: GSSBO at every Z / M and subset rule found (one line each, labelled with the rule, Z and
+the subset size M it gave; the default rule in shades of red, another rule dash-dotted), and RSSBO and Standard GP-UCB when present, mean ± std over seeds (Wei et al. 2025, §6.1); the panel title gives
 the seed counts. Reads the
 runs of ``experiments/gssbo_fig4.yaml`` and, with ``--also``, further result sets (at paper scale Fig. 2's,
 which hold GSSBO at its default Z = 4 and the references), and writes ``gssbo_fig4.png`` and ``.pdf``::
@@ -30,12 +30,12 @@ def setting(res) -> tuple[float, int]:
 
 
 def gssbo_settings(results, problem: str) -> dict:
-    """``{(Z, M): result}`` of GSSBO on ``problem``: per setting the first found (the longest horizon, then the
-    most seeds, among those of equal standing the earlier result set)."""
+    """``{(rule, Z, M): result}`` of GSSBO on ``problem``: per subset rule and setting the first found (the longest
+    horizon, then the most seeds, among those of equal standing the earlier result set)."""
     found = {}
     for res in sorted((r for r in results if r.problem == problem and r.algorithm == "gssbo"),
                       key=lambda r: (-r.T, -r.n_seeds)):
-        found.setdefault(tuple(map(str, setting(res))), res)
+        found.setdefault((str(plots.rule_of(res)),) + tuple(map(str, setting(res))), res)
     return found
 
 
@@ -53,13 +53,17 @@ def main(argv=None):
     handles, labels = [], []
     cmap = plt.get_cmap("Reds")
     for ax, problem in zip(axes[0], problems):
-        runs = sorted(gssbo_settings(results, problem).values(), key=setting)
+        runs = sorted(gssbo_settings(results, problem).values(), key=lambda r: (plots.variant(r), setting(r)))
+        default = [r for r in runs if plots.variant(r) == "gssbo"]
         shown = list(runs)
-        for i, res in enumerate(runs):
+        for res in runs:
             z, m = setting(res)
             name = plots.result_label(res) + (f" Z={z:g} (M={m})" if z == z else f" M={m}")
-            shade = cmap(0.45 + 0.55 * (i + 1) / len(runs))
-            h = plots.band(ax, plots.steps(res), plots.cumulative_regret(res), name=name, color=shade)
+            if plots.variant(res) == "gssbo":  # the default rule: one shade of red per Z
+                style = {"color": cmap(0.45 + 0.55 * (default.index(res) + 1) / len(default))}
+            else:  # another rule (the paper's projection): its own colour, dash-dotted
+                style = {"color": "tab:purple", "ls": "-."}
+            h = plots.band(ax, plots.steps(res), plots.cumulative_regret(res), name=name, **style)
             if name not in labels:
                 handles.append(h)
                 labels.append(name)

@@ -283,6 +283,9 @@ def assert_same_bo_run(a, b):
 
 
 BO_ALWAYS = ("gssbo", "sparse_gp", "std_gp_ucb")  # one per engine (subset, Nyström, all rows); the rest: -m slow
+# the box algorithms of box_hyper's family (n0, a growing sample buffer: bo_kwargs above); the others (sbpe_box) take
+# their own hyperparameters and run the same checks in their own tests (tests/test_sbpe_box.py)
+BO_BUFFERED = sorted(n for n, s in BO_ALGORITHMS.items() if s.hooks.buffer_rows is not None)
 
 
 @pytest.mark.extended

@@ -28,14 +28,17 @@ from sketchbo.algorithms import (
 )
 from sketchbo.algorithms.subset_bo import _nystrom_predict, data_mean, data_valid
 from sketchbo.kernels import kernel_params
+from sketchbo.spec import Setting
 from sketchbo.problems import make_problem
 from sketchbo.testing import backend_compilations
 from sketchbo import run
-from test_checkpoint import (BO_ALWAYS, HARTMANN, assert_same_bo_run, assert_same_run, bo_kwargs, interrupt_after,
-                             kwargs, resumed_at, stop_after_write)
+from test_checkpoint import (BO_ALWAYS, BO_BUFFERED, HARTMANN, assert_same_bo_run, assert_same_run, bo_kwargs,
+                             interrupt_after, kwargs, resumed_at, stop_after_write)
 
 SMALL = make_problem("gp_sample", A=120, d=2, sigma2=0.2, seed=1)  # the finite-arm problem of these tests
-ALL = [n if n in ALGORITHMS or n in BO_ALWAYS else pytest.param(n, marks=pytest.mark.slow) for n in sorted(REGISTRY)]
+# every finite algorithm and box_hyper's box family; sbpe_box runs sb.testing.check_algorithm in tests/test_sbpe_box.py
+NAMES = sorted(n for n in REGISTRY if n in ALGORITHMS or n in BO_BUFFERED)
+ALL = [n if n in ALGORITHMS or n in BO_ALWAYS else pytest.param(n, marks=pytest.mark.slow) for n in NAMES]
 
 
 def _parts(name, T=24):
@@ -50,6 +53,12 @@ def _parts(name, T=24):
                            eps=f(0.1), kernel=kernel_params("rbf", 2, sigma2=0.2))
         fb = Feedback(jnp.arange(T, dtype=jnp.int32), jnp.zeros(T), jnp.arange(T) < 3)
         return build(spec, static), ArmSet(jnp.asarray(SMALL.arms)), params, fb
+    if spec.hooks.static is None:  # a box algorithm with its own hyperparameters (sbpe_box): its defaults
+        hyper = spec.resolve({}, T)
+        alg = build(spec, spec.static(hyper, Setting(T, 6, None, None), {}))
+        params = jax.tree.map(jnp.asarray, spec.make_params(hyper, jnp.float64))
+        return alg, BoxSet(jnp.zeros(6), jnp.ones(6)), params, Feedback(jnp.full((T, 6), 0.5), jnp.zeros(T),
+                                                                        jnp.arange(T) < 6)
     hyper = box.resolve_hyperparameters(name, {}, T)
     static = BOStatic(variant=name, d=6, T=T, cap=T, n0=6, M=box.model_rows(name, hyper, T), fit_steps=2,
                       acq=AcqStatic(64, 16, 2, 2), hidden=tuple(hyper.get("hidden", ())),
@@ -130,7 +139,7 @@ def _seed_axis_case(name, case):
     return pytest.param(name, marks=pytest.mark.extended)
 
 
-@pytest.mark.parametrize("name", [_seed_axis_case(n, case) for n, case in zip(sorted(REGISTRY), ALL)])
+@pytest.mark.parametrize("name", [_seed_axis_case(n, case) for n, case in zip(NAMES, ALL)])
 def test_vmapped_mapped_and_single_seed_runs_agree(name):
     """Finite arms: bit for bit. Boxes: map == alone bit for bit; vmap agrees to 1e-5 (XLA:CPU orders batched
     reductions differently, 1 ulp per sum, amplified by the fits: docs/reliability.md), and so do the traced
@@ -227,7 +236,7 @@ def test_interrupted_run_resumes_bit_for_bit(name, tmp_path, monkeypatch, capfd)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(BO_ALGORITHMS))
+@pytest.mark.parametrize("name", BO_BUFFERED)  # sbpe_box, pure exploration: tests/test_sbpe_box.py
 def test_box_algorithm_with_its_defaults_learns_on_hartmann6(name):
     """Issue 13: what `sketchbo-run algorithm=<name> problem=hartmann6` does with every hyperparameter at its
     registry default (n0 = 20 uniform points first), T = 60, 2 seeds: every seed's mean instant regret over its
@@ -246,7 +255,7 @@ def _public_check_case(name):
     return name if REGISTRY[name].domain == "arms" else pytest.param(name, marks=pytest.mark.extended)
 
 
-@pytest.mark.parametrize("name", [_public_check_case(n) for n in sorted(REGISTRY)])
+@pytest.mark.parametrize("name", [_public_check_case(n) for n in NAMES])
 def test_every_registered_algorithm_passes_the_public_conformance_check(name):
     """``sb.testing.check_algorithm``, the check a user runs on their own spec, on every registered algorithm:
     contract, no recompilation, vmapped == mapped == alone (boxes: mapped == alone), checkpoint resume and

@@ -590,10 +590,12 @@ def test_fig4_plot_takes_missing_settings_and_references_from_also(tmp_path):
     write(tmp_path / "fig2" / "z4", "gssbo", Z=4.0, M=None, M_resolved=102)
     write(tmp_path / "fig2" / "rssbo", "rssbo", M=None)
     write(tmp_path / "fig2" / "other", "gssbo", Z=8.0, M=None, M_resolved=136)
+    write(tmp_path / "fig2" / "paper_rule", "gssbo", Z=4.0, M=None, M_resolved=102, selection="projection")
     results = plots.load_results(tmp_path / "own") + plots.load_results(tmp_path / "fig2")
     found = fig4.gssbo_settings(results, "hartmann6")
-    assert sorted(found) == [("2.0", "72"), ("4.0", "102"), ("8.0", "136")]
-    assert found[("4.0", "102")].path == tmp_path / "own" / "z4"  # --results first
+    assert sorted(found) == [("None", "2.0", "72"), ("None", "4.0", "102"), ("None", "8.0", "136"),
+                             ("projection", "4.0", "102")]  # another subset rule at the same Z is its own line
+    assert found[("None", "4.0", "102")].path == tmp_path / "own" / "z4"  # --results first
     paths = fig4.main(["--results", str(tmp_path / "own"), "--also", str(tmp_path / "fig2"), "--out", str(tmp_path)])
     assert paths and all(Path(p).is_file() for p in paths)
     check_figure(tmp_path, "gssbo_fig4")
@@ -1057,20 +1059,51 @@ def test_gssbo_legends_name_the_subset_rule_it_ran():
     assert plots.result_label(res("rssbo")) == plots.label("rssbo")
 
 
-def test_gssbo_fig7_panel_names_the_subset_rule_of_its_settings(tmp_path, monkeypatch):
-    """Issue 36: Fig. 7's GSSBO panel names the rule recorded in the result file, not a fixed 'GSSBO'."""
+def test_a_panel_draws_gssbo_once_per_subset_rule():
+    """Issue 64: Fig. 2's panels show GSSBO under the paper's rule beside the default, as two lines, the default
+    first; other algorithms once."""
+    def res(algorithm, **hyper):
+        return plots.Result(Path(algorithm + str(hyper)), {"algorithm": algorithm, "problem": "hartmann6", "T": 10,
+                                                           "n_seeds": 1, "hyperparameters": hyper}, {})
+
+    results = [res("gssbo", selection="projection"), res("rssbo"), res("gssbo", selection="pivoted")]
+    shown = plots.shown_results(results, "hartmann6", ("gssbo", "rssbo"))
+    assert [plots.variant(r) for r in shown] == ["gssbo", "gssbo:projection", "rssbo"]
+    assert [plots.variant_style(r) for r in shown] == [{}, {"ls": "--"}, {}]
+
+
+def test_gssbo_fig7_panels_name_each_rule_and_its_count_near_the_optimum(tmp_path, monkeypatch):
+    """Issues 36, 64: Fig. 7 has a panel per GSSBO subset rule of the record, each titled with the rule and the mean
+    over the record's seeds of its kept samples among the best quarter."""
     fig7 = load_module(SCRIPTS / "plot_gssbo_fig7.py")
     rng = np.random.default_rng(0)
-    keep = np.arange(5)
-    tracking.atomic_savez(tmp_path / "gssbo_fig7.npz", x=rng.uniform(size=(8, 6)), f=rng.normal(size=8),
-                          settings=json.dumps({"n": 8, "buffer": 5, "n0": 2, "selection": "projection"}),
-                          keep_gssbo=keep, keep_rssbo=keep, keep_kmeans_pp=keep)
+    rows = [{"seed": s, "subset": name, "kept": 5, "best_quarter": q, "mean_dist": 1.0, "best_f": -1.0}
+            for s, (a, b) in enumerate(((1, 2), (2, 4))) for name, q in (("gssbo_projection", a), ("rssbo", b))]
+    record = {"settings": {"n": 8, "buffer": 5, "n0": 2, "seeds": 2}, "rows": rows, "x_opt": [0.5] * 6,
+              "seed0": {"x": rng.uniform(size=(8, 6)).tolist(), "f": rng.normal(size=8).tolist(),
+                        "keep": {"gssbo_projection": [0, 1, 2, 3, 4], "rssbo": [3, 4, 5, 6, 7]}}}
+    tracking.atomic_write_json(tmp_path / "gssbo_fig7.json", record)
     titles = []
     monkeypatch.setattr(plots, "save_figure",
                         lambda fig, out, name: titles.extend(ax.get_title(loc="left") for ax in fig.axes) or [])
     fig7.main(["--results", str(tmp_path), "--out", str(tmp_path)])
-    assert "GSSBO (projection): 5 kept" in titles
+    assert "GSSBO (projection): 5 kept,\n1.5 of the best 2 (mean of 2 seeds)" in titles
+    assert "RSSBO: 5 kept,\n3.0 of the best 2 (mean of 2 seeds)" in titles
     assert "Standard GP-UCB: all 8 samples" in titles
+
+
+def test_gssbo_fig7_counts_near_the_optimum():
+    """experiments/gssbo_fig7.py's counts: the kept rows among the quarter with the lowest f, and their distance to
+    Hartmann6's minimiser."""
+    spec = importlib.util.spec_from_file_location("gssbo_fig7_exp", REPO / "experiments" / "gssbo_fig7.py")
+    exp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exp)
+    x = np.tile(exp.HARTMANN6_XOPT, (8, 1))
+    x[4:] += 0.5
+    f = np.arange(8.0)  # rows 0 and 1 are the best quarter
+    c = exp.counts(x, f, np.array([1, 2, 5]))
+    assert c["best_quarter"] == 1 and c["kept"] == 3 and c["best_f"] == 1.0
+    np.testing.assert_allclose(c["mean_dist"], np.sqrt(6 * 0.25) / 3)
 
 
 def test_bkb_fig1_the_nystrom_engine_is_finite_on_the_papers_grid():

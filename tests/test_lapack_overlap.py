@@ -17,7 +17,7 @@ from sketchbo.algorithms import BO_ALGORITHMS
 from sketchbo.engine import program
 from sketchbo.engine.lapack_overlap import LapackOverlapWarning, batched_lapack_calls, overlapping_lapack_calls
 from sketchbo.engine.program import check_lapack_overlap
-from test_checkpoint import HARTMANN, bo_kwargs
+from test_checkpoint import BO_BUFFERED, HARTMANN, bo_kwargs
 
 solve = jax.scipy.linalg.solve_triangular
 
@@ -120,7 +120,7 @@ def test_vecchia_bo_is_registered_as_holding_batched_lapack_calls(monkeypatch):
 
 
 @pytest.mark.extended
-@pytest.mark.parametrize("name", sorted(BO_ALGORITHMS))
+@pytest.mark.parametrize("name", BO_BUFFERED)  # sbpe_box: its vmapped runs in tests/test_sbpe_box.py
 def test_the_registry_flags_exactly_the_box_algorithms_whose_element_holds_batched_lapack_calls(monkeypatch, name):
     assert bool(_element_lapack_calls(monkeypatch, name)) == BO_ALGORITHMS[name].batched_lapack
 
@@ -168,7 +168,7 @@ def test_the_gp_algebra_keeps_its_batched_solves_ordered_under_vmap():
 
 
 @pytest.mark.extended
-@pytest.mark.parametrize("name", sorted(BO_ALGORITHMS))
+@pytest.mark.parametrize("name", BO_BUFFERED)  # sbpe_box: its vmapped runs in tests/test_sbpe_box.py
 def test_every_box_algorithm_compiles_free_of_overlapping_calls_with_vmapped_seeds(name):
     """Every continuous algorithm's program with two vmapped seeds (its batched LAPACK calls span the seeds):
     compiled through the engine, whose check is an error in the tests (pyproject). The finite-arm algorithms

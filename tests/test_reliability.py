@@ -116,7 +116,7 @@ BO_FLOAT32_RTOL = 0.25  # continuous domains: |mean R_t(float32) - mean R_t(floa
 
 
 @pytest.mark.parametrize("name", [n if n == "gssbo" else pytest.param(n, marks=pytest.mark.slow)
-                                  for n in sorted(BO_ALGORITHMS)])
+                                  for n in sorted(BO_ALGORITHMS) if BO_ALGORITHMS[n].hooks.buffer_rows is not None])
 def test_continuous_float32_regret_curve_within_tolerance_of_float64(name):
     """Hartmann6 (noiseless, T = 60, 4 seeds): the candidates of the acquisition maximiser are drawn in the
     run's dtype, so float32 and float64 runs take different paths and only their statistics agree; the

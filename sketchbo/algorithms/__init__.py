@@ -13,7 +13,8 @@
 Continuous domains ([0, 1]^d, GSSBO, Wei et al. 2025) are the ``box`` domain of the same registry ([`REGISTRY`][];
 [`ALGORITHMS`][] and [`BO_ALGORITHMS`][] are its two domains), run by the engine's box domain (``sketchbo.domains.box``;
 ``subset_bo.py``): ``std_gp_ucb``, ``gssbo``, ``rssbo``, ``kmeans_pp``, ``lr_first_m``, ``sparse_gp``, ``ipa``,
-``mini_gp_ucb``; the random embeddings ``rembo``, ``hesbo`` (``embeddings.py``), ``vecchia_bo`` (``vecchia_bo.py``) and
+``mini_gp_ucb``; the random embeddings ``rembo``, ``hesbo`` (``embeddings.py``), ``vecchia_bo`` (``vecchia_bo.py``),
+continuous S-BPE ``sbpe_box`` (Vakili et al. §5.2, ``sbpe_box.py``: its own hyperparameters, no sample buffer) and
 the neural surrogates of GSSBO's App. B.5:
 
 | name        | paper                                           | surrogate (module)                                   |
@@ -41,11 +42,12 @@ from sketchbo.algorithms.vecchia_bo import VecchiaParams, make_vecchia_bo
 from sketchbo.algorithms.eps_greedy import EpsGreedyParams, make_eps_greedy
 from sketchbo.algorithms.exact_ucb import ExactUCBParams, make_exact_ucb
 from sketchbo.algorithms.sbpe import SBPEParams, make_sbpe
+from sketchbo.algorithms import sbpe_box
 from sketchbo.algorithms.sparse_ucb import SparseUCBParams, make_sparse_ucb
 from sketchbo.algorithms.subset_bo import VARIANTS, BOStatic, SubsetParams, make_subset_bo
 from sketchbo.algorithms.box_hyper import GP_CORES
 from sketchbo.algorithms.finite_hyper import oversampling
-from sketchbo.spec import AlgorithmSpec
+from sketchbo.spec import AlgorithmSpec, Hooks
 
 
 def _ucb_factory(make, batched: bool, static: Static) -> Algorithm:
@@ -187,6 +189,13 @@ BO_ALGORITHMS: dict[str, AlgorithmSpec] = {
                              "(Lakshminarayanan et al. 2017)", "continuous", False,
                              {**{k: v for k, v in _BO.items() if k not in ("beta_c", "beta_rule")}, "fit_steps": 100,
                               "lr_fit": 0.01, "hidden": [50], "ensemble": 5, "kappa": 2.0}, "sequential", "box"),
+    # continuous S-BPE (Vakili et al. §5.2, Eq. (15)): the finite sbpe's batches and elimination on a pool of points of
+    # the box that refills inside the active region (sbpe_box.py); its own hyperparameters and checks (no sample
+    # buffer, no fitted kernel): sbpe_box.DEFAULTS
+    "sbpe_box": AlgorithmSpec("sbpe_box", "box", sbpe_box.make_sbpe_box, dict(sbpe_box.DEFAULTS),
+                              params=sbpe_box.SBPEBoxParams, batched=True,
+                              description="continuous S-BPE: batched pure exploration on a refilled pool of the box, "
+                                          "elimination by Eq. (15)", hooks=Hooks(resolve=sbpe_box.resolve)),
 }
 """The box algorithms the package ships, by name."""
 

@@ -64,11 +64,31 @@ def label(algorithm: str) -> str:
     return LABELS.get(algorithm, algorithm)
 
 
+def rule_of(res) -> str | None:
+    """GSSBO's subset rule of a result (``pivoted``, ``projection``, ``cosine``); None for the other algorithms."""
+    return (res.hyperparameters or {}).get("selection") if res.algorithm == "gssbo" else None
+
+
 def result_label(res) -> str:
     """The legend name of a result: the algorithm's label, and for GSSBO the subset rule it ran (``pivoted``, the
     default, is not the paper's gradient rule: docs/protocols.md#gssbo-subset-rules)."""
-    rule = (res.hyperparameters or {}).get("selection") if res.algorithm == "gssbo" else None
+    rule = rule_of(res)
     return f"{label(res.algorithm)} ({rule})" if rule else label(res.algorithm)
+
+
+def variant(res) -> str:
+    """The key of a result's line in a figure: the algorithm, with GSSBO's rule when it is not the default
+    ``pivoted`` (``gssbo:projection``), so that two rules of GSSBO are two lines."""
+    rule = rule_of(res)
+    return f"{res.algorithm}:{rule}" if rule and rule != "pivoted" else res.algorithm
+
+
+def shown_results(results, problem: str, algorithms=None) -> list:
+    """The results of ``problem`` a panel draws, one per `variant` (of ``algorithms`` when given), in the figures'
+    order, each the one with the longest horizon (`pick`)."""
+    found = [r for r in results if r.problem == problem and (algorithms is None or r.algorithm in algorithms)]
+    return [pick([r for r in found if variant(r) == v], problem, v.split(":")[0])
+            for v in ordered({variant(r) for r in found})]
 
 
 def color(algorithm: str):
@@ -76,9 +96,11 @@ def color(algorithm: str):
 
 
 def ordered(algorithms) -> list[str]:
-    """Algorithm names in the figures' order (known ones first, the others sorted)."""
+    """Algorithm names (or `variant` keys, placed after their algorithm) in the figures' order (known ones first,
+    the others sorted)."""
     algorithms = set(algorithms)
-    return [a for a in ORDER if a in algorithms] + sorted(algorithms - set(ORDER))
+    rank = {a: i for i, a in enumerate(ORDER)}
+    return sorted(algorithms, key=lambda v: (rank.get(v.split(":")[0], len(ORDER)), v.split(":")[0], v))
 
 
 # ------------------------------------------------------------------------------------------- curves
@@ -225,26 +247,40 @@ def band(ax, x, curves, algorithm: str | None = None, name: str | None = None, *
     return handle
 
 
+def variant_style(res) -> dict:
+    """Line style of a result: dashed for a GSSBO rule other than the default, so both rules show in one colour."""
+    return {"ls": "--"} if variant(res) != res.algorithm else {}
+
+
 def regret_panels(axes, problems, results, methods) -> dict:
     """One panel per problem: cumulative regret R_t, mean ± std over seeds, for each of ``methods`` found
-    there (figures' order). Returns the legend handles ``{algorithm: line}``."""
+    there (figures' order; GSSBO once per subset rule). Returns the legend handles ``{variant: line}``."""
     handles = {}
     for ax, problem in zip(axes, problems):
-        present = {r.algorithm for r in results if r.problem == problem} & set(methods)
-        shown = [pick(results, problem, algorithm) for algorithm in ordered(present)]
+        shown = shown_results(results, problem, methods)
         for res in shown:
-            handles[res.algorithm] = band(ax, steps(res), cumulative_regret(res), res.algorithm,
-                                          result_label(res))
+            handles[variant(res)] = band(ax, steps(res), cumulative_regret(res), res.algorithm, result_label(res),
+                                         **variant_style(res))
         ax.set_title(panel_title(problem, shown), loc="left", fontsize=10)
         ax.set_ylabel(r"cumulative regret $R_t$")
     return handles
 
 
-def panel_title(problem: str, shown) -> str:
-    """``problem`` with the `seeds_note` of its panel's results; past 50 characters the exceptions go on a
-    second line, so that the title does not run into the next panel's."""
+def panel_title(problem: str, shown, width: int = 50) -> str:
+    """``problem`` with the `seeds_note` of its panel's results; past ``width`` characters the exceptions go on
+    further lines of at most ``width`` characters, so that the title does not run into the next panel's."""
     title = f"{problem} ({seeds_note(shown)})"
-    return title.replace("; ", ";\n", 1) if len(title) > 50 else title
+    if len(title) <= width:
+        return title
+    head, rest = title.split("; ", 1)
+    lines = [head + ";"]
+    for part in rest.split(", "):
+        if len(lines) > 1 and len(lines[-1]) + len(part) + 2 <= width:
+            lines[-1] += ", " + part
+        else:
+            lines[-1] += "" if len(lines) == 1 else ","
+            lines.append(part)
+    return "\n".join(lines)
 
 
 def seeds_note(shown) -> str:
@@ -254,7 +290,7 @@ def seeds_note(shown) -> str:
     if not counts:
         return "no runs"
     common = max(set(counts), key=lambda n: (counts.count(n), n))
-    others = ", ".join(f"{label(r.algorithm)} {r.n_seeds}" for r in shown if r.n_seeds != common)
+    others = ", ".join(f"{result_label(r)} {r.n_seeds}" for r in shown if r.n_seeds != common)
     note = f"{common} seed{'s' if common != 1 else ''}"
     return f"{note}; {others}" if others else note
 
@@ -304,7 +340,8 @@ def finish_with_legend(fig, handles: dict, out_dir, name: str) -> list[Path]:
         ax.grid(alpha=0.3)
     order = ordered(handles)
     rows = 1 if len(order) <= 6 else 2
-    names = [handles[a].get_label() if not handles[a].get_label().startswith("_") else label(a) for a in order]
+    names = [handles[a].get_label() if not handles[a].get_label().startswith("_") else label(a.split(":")[0])
+             for a in order]
     fig.legend([handles[a] for a in order], names, loc="lower center",
                ncol=math.ceil(len(order) / rows), frameon=False, bbox_to_anchor=(0.5, -0.02))
     fig.tight_layout(rect=(0, 0.05 * rows, 1, 1))
@@ -393,5 +430,6 @@ def print_table(rows: list[dict], text: str, json_path=None) -> None:
 __all__ = ["Result", "ResultsError", "LABELS", "COLORS", "load_result", "load_results", "join_seed_slices", "pick",
            "problems_of", "cumulative_regret", "uniform_gap", "regret_ratio", "batch_size", "dict_size",
            "cumulative_time", "run_time", "time_up_to", "number", "print_table", "result_label", "mean_std", "thin",
-           "pyplot", "band", "regret_panels", "seeds_note", "save_figure", "add_also", "also_results",
+           "pyplot", "band", "regret_panels", "rule_of", "variant", "variant_style", "shown_results", "seeds_note",
+           "save_figure", "add_also", "also_results",
            "methods_figure", "panel_rows", "figure_parser", "script_main"]

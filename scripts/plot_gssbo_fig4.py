@@ -1,7 +1,8 @@
 """GSSBO Fig. 4: sensitivity of GSSBO to the dynamic-buffer factor Z (or a fixed M): cumulative regret.
 
 One panel per problem: GSSBO at every Z / M and subset rule found (one line each, labelled with the rule, Z and
-the subset size M it gave; the default rule in shades of red, another rule dash-dotted), and RSSBO and Standard GP-UCB when present, mean ± std over seeds (Wei et al. 2025, §6.1); the panel title gives
+the subset size M it gave; the default rule in shades of red, another rule dash-dotted),
+and RSSBO and Standard GP-UCB when present, mean ± std over seeds (Wei et al. 2025, §6.1); the panel title gives
 the seed counts. Reads the
 runs of ``experiments/gssbo_fig4.yaml`` and, with ``--also``, further result sets (at paper scale Fig. 2's,
 which hold GSSBO at its default Z = 4 and the references), and writes ``gssbo_fig4.png`` and ``.pdf``::

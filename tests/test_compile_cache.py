@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -132,3 +133,23 @@ def test_clear_deletes_both_layers(tmp_path):
     (tmp_path / "jit_chunk_all-abc-cache").write_bytes(b"y")
     assert compile_cache.clear(tmp_path) == 2
     assert not any(p.is_file() for p in tmp_path.rglob("*"))
+
+
+def test_jax_cache_files_appear_whole(store, tmp_path, monkeypatch):
+    """Without JAX's file lock its cache wrote each file in place, so a process reading it meanwhile (the jobs of a
+    parallel sweep) could load half an executable; after ``configure`` (the fixture's) a file appears only by a
+    rename, whole."""
+    from jax._src import lru_cache
+
+    (tmp_path / "c").mkdir()
+    cache = lru_cache.LRUCache(str(tmp_path / "c"), max_size=-1)  # no eviction: JAX's unlocked path
+    assert not cache.eviction_enabled
+    renamed = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: renamed.append((Path(a), Path(b))) or real_replace(a, b))
+    cache.put("k", b"x" * 1000)
+    assert [b.name for _, b in renamed] == ["k-cache"] and renamed[0][0].parent == tmp_path / "c"
+    assert cache.get("k") == b"x" * 1000
+    cache.put("k", b"other")  # an existing entry is kept, as JAX keeps it
+    assert cache.get("k") == b"x" * 1000
+    assert not list((tmp_path / "c").glob("*.tmp")) and not list((tmp_path / "c").glob(".*.tmp"))

@@ -74,12 +74,39 @@ def configure(path: str | os.PathLike | None) -> Path | None:
         print(f"[sketchbo] compilation cache off: cannot write to {path} ({err.strerror or err}); set "
               f"{ENV} to a writable directory, or to 'off'", file=sys.stderr, flush=True)
         return None
+    _atomic_jax_writes()
     jax.config.update("jax_compilation_cache_dir", os.fspath(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     if importlib.util.find_spec("filelock") is not None:  # JAX's eviction needs it; without it JAX's layer is unbounded
         jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)
     _state["dir"] = path
     return path
+
+
+def _atomic_jax_writes() -> None:
+    """Make JAX's cache write each file to a temporary name and rename it, where it runs without its file lock (the
+    ``filelock`` package absent). It then writes the file in place while another process may read it, and the jobs
+    of a parallel sweep compile the same programs at once: a reader could load a partial executable (seen once as
+    "Function ... not found" at run time). With the lock, JAX's reads and writes exclude each other already."""
+    from jax._src import lru_cache  # noqa: PLC0415  (no public hook for the file cache's writes)
+
+    put = lru_cache.LRUCache.put
+    if getattr(put, "atomic", False):
+        return
+
+    def atomic_put(self, key: str, value: bytes) -> None:
+        if getattr(self, "eviction_enabled", True) or not key:
+            return put(self, key, value)
+        path = self.path / f"{key}{lru_cache._CACHE_SUFFIX}"
+        if path.exists():
+            return None
+        with tempfile.NamedTemporaryFile(dir=self.path, prefix=".", suffix=".tmp", delete=False) as tmp:
+            tmp.write(value)
+        os.replace(tmp.name, path)
+        return None
+
+    atomic_put.atomic = True
+    lru_cache.LRUCache.put = atomic_put
 
 
 def enable_default() -> Path | None:

@@ -139,6 +139,9 @@ def test_the_closing_line_is_computed_from_the_committed_record(tmp_path):
                  (("bbkb", 0.222, 112.5, 104), ("bkb", 0.199, 500, 98), ("gp_ucb", 0.151, 500, 96))]
     lines = notes.bbkb_note(summaries)
     assert f"it ran {speedup:.1f}x faster than BKB" in lines[0] and "experiments/bbkb_fig1_results.json" in lines[0]
+    g = cadata["gp_ucb"]
+    assert (f"to the same T, at R_T/R_unif {g['ratio_mean']:.3f}" if g["T"] == cadata["bbkb"]["T"]
+            else f"for only T = {g['T']}") in lines[0]
     assert "is too small to show it" in lines[1] and "112.5 batches" in lines[1]
     assert "0.151 for exact GP-UCB" in lines[1] and "dictionary of 104" in lines[1]
     changed = tmp_path / "record.json"

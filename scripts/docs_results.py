@@ -413,9 +413,9 @@ def fig4_rows() -> list[dict]:
 
 
 def fig4_table() -> str:
-    rows = []
-    for r in fig4_rows():
-        gp = next(x for x in fig4_rows() if x["problem"] == r["problem"] and x["label"] == LABEL["std_gp_ucb"])
+    rows, found = [], fig4_rows()
+    for r in found:
+        gp = next(x for x in found if x["problem"] == r["problem"] and x["label"] == LABEL["std_gp_ucb"])
         rows.append([PROBLEM[r["problem"]], r["label"], "–" if r["Z"] is None else f"{r['Z']:g}",
                      "–" if r["M"] is None else str(r["M"]), str(r["job"].n),
                      regret_cell(r["job"].mean, r["job"].sd), rel(r["job"].mean / gp["job"].mean)])
@@ -1174,9 +1174,10 @@ def summary_table() -> str:
                  + f"{piv7:+.1f}".replace("-", "−"),
                  "–", verdict(se7 >= 2, "the paper's rule; our default rule keeps fewer")])
     ok_h, ok_p = fig4_agrees()
+    f4 = fig4_values()
     rows.append([f"[GSSBO Fig. 4]({link}#fig-4)", PAPER["gssbo.fig4"],
-                 "GSSBO (`pivoted`)'s $R_T$ on Hartmann6: " + fig4_values()["gssbo.fig4.trend.hartmann6"]
-                 + "; on Powell50: " + fig4_values()["gssbo.fig4.trend.powell50"], "–",
+                 "GSSBO (`pivoted`)'s $R_T$ on Hartmann6: " + f4["gssbo.fig4.trend.hartmann6"]
+                 + "; on Powell50: " + f4["gssbo.fig4.trend.powell50"], "–",
                  verdict(ok_h and ok_p, "" if ok_h and ok_p else ("Hartmann6 only" if ok_h else
                                                                   "Powell50 only" if ok_p else ""))])
     for fig, anchor, key in (("GSSBO App. Fig. 9", "fig-9", "gssbo.fig9"),):

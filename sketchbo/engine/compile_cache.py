@@ -86,8 +86,9 @@ def configure(path: str | os.PathLike | None) -> Path | None:
 def _atomic_jax_writes() -> None:
     """Make JAX's cache write each file to a temporary name and rename it, where it runs without its file lock (the
     ``filelock`` package absent). It then writes the file in place while another process may read it, and the jobs
-    of a parallel sweep compile the same programs at once: a reader could load a partial executable (seen once as
-    "Function ... not found" at run time). With the lock, JAX's reads and writes exclude each other already."""
+    of a parallel sweep compile the same programs at once: a reader could load a partial executable (a run that once
+    failed with "Function ... not found" may have been one; not reproduced). With the lock, JAX's reads and writes
+    exclude each other already."""
     from jax._src import lru_cache  # noqa: PLC0415  (no public hook for the file cache's writes)
 
     put = lru_cache.LRUCache.put

@@ -101,9 +101,10 @@ def test_posterior_on_a_narrower_width_equals_the_full_one(used, packed):
     args = (RBF, kp, arms, kdiag, idx, mask, *_pulled(counts), counts, ysum, lam)
     full = nystrom.posterior(*args)
     widths = nystrom.slot_widths(m_max)
-    assert widths == (32, 64, 96)
-    assert nystrom.slot_widths(32) == (32,) and nystrom.slot_widths(64) == (32, 64)
-    assert nystrom.slot_widths(918) == (256, 480, 704, 918) and nystrom.slot_widths(918, block=0) == (918,)
+    assert widths == (32, 48, 64, 80, 96)
+    assert nystrom.slot_widths(32) == (16, 32) and nystrom.slot_widths(64) == (16, 32, 48, 64)
+    assert nystrom.slot_widths(918) == (192, 368, 560, 736, 918) and nystrom.slot_widths(918, block=0) == (918,)
+    assert nystrom.slot_widths(96, block=32, most=4) == (32, 64, 96)
     need = int(nystrom.width_index(mask, widths))
     last = int(np.flatnonzero(np.asarray(mask))[-1]) + 1  # slots up to the last used one
     assert widths[need] >= last and (need == 0 or widths[need - 1] < last)

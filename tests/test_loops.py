@@ -106,6 +106,19 @@ class Loop:
                 todo += [target for _, target in called(line)]
         return n
 
+    def reachable_lines(self) -> list[str]:
+        """The instructions of this loop's body and of every computation it calls (fusions, branches, loops)."""
+        seen, todo, out = set(), [self.body], []
+        while todo:
+            c = todo.pop()
+            if c in seen:
+                continue
+            seen.add(c)
+            out += self.comps.get(c, [])
+            for line in self.comps.get(c, []):
+                todo += [target for _, target in called(line)]
+        return out
+
     def carried(self) -> list[int]:
         """Tuple indices the body changes (its root's element i is not the parameter's element i)."""
         lines = self.comps[self.body]
@@ -130,19 +143,34 @@ def has_T_axis(shape: str) -> bool:
     return dims is not None and str(T) in dims.group(1).split(",")
 
 
+def in_batch_loop(hlo: str) -> Loop:
+    """The in-batch loop of a chunk of 3 vmapped seeds: the one loop that carries the L-buffer of selections."""
+    L = finite_program.ROUND_BUFFER
+    found = [lp for lp in loops(hlo) if any(re.fullmatch(rf"s32\[3,{L}\]\S*", s) for s in lp.shapes)
+             and not any(s.startswith(f"s32[4,3,{L}]") for s in lp.shapes)]
+    assert len(found) == 1, [lp.line[:160] for lp in loops(hlo)]
+    return found[0]
+
+
 # ------------------------------------------------------------------------------------------ tests
 
 @pytest.mark.parametrize("algorithm", ["bbkb", "bkb"])
 def test_an_in_batch_step_is_one_loop_iteration_and_no_loop_carries_the_traces(algorithm):
-    all_loops = loops(compiled_chunk_hlo(algorithm))
-    L = finite_program.ROUND_BUFFER
-    in_batch = [lp for lp in all_loops if any(re.fullmatch(rf"s32\[3,{L}\]\S*", s) for s in lp.shapes)
-                and not any(s.startswith(f"s32[4,3,{L}]") for s in lp.shapes)]
-    assert len(in_batch) == 1, [lp.line[:160] for lp in all_loops]  # the in-batch loop: it carries the L-buffer
-    assert in_batch[0].nested_loops() == 0  # no fallback loop (nor any other) inside a step
+    hlo = compiled_chunk_hlo(algorithm)
+    all_loops = loops(hlo)
+    assert in_batch_loop(hlo).nested_loops() == 0  # no fallback loop (nor any other) inside a step
     for lp in all_loops:
         t_sized = [i for i, s in enumerate(lp.shapes) if has_T_axis(s)]
         assert not set(t_sized) & set(lp.carried()), (lp.line[:200], [lp.shapes[i] for i in t_sized])
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the CPU's top-k (common.candidate_indices)")
+def test_the_in_batch_step_sorts_nothing_on_the_cpu():
+    """The lazy argmax's candidates come from XLA:CPU's top-k routine, never from a sort of a whole block or table
+    (common.candidate_indices: a top-k whose slice XLA folded into its consumers ran as a full sort)."""
+    body = in_batch_loop(compiled_chunk_hlo("bbkb")).reachable_lines()
+    assert not [line for line in body if " sort(" in line]
+    assert any('custom_call_target="TopK"' in line for line in body)
 
 
 def test_the_reader_sees_the_loops_it_is_asked_about():

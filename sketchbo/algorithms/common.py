@@ -228,9 +228,12 @@ def candidate_indices(x, k: int):
     stale arms are refreshed changes the work and never the selection (``_refresh_round``). On the CPU: ``lax.top_k`` of
     x rounded to float32 (entries within float32 rounding of each other may come in another order), XLA:CPU's top-k
     routine, 6x faster than float64's extractions ([`top_k_indices`][]; Cadata's in-batch step, 1152 + 144 entries: 10
-    against 63 us on the 2-core CPU, 2026-11-27). Elsewhere [`top_k_indices`][]."""
+    against 63 us on the 2-core CPU, 2026-11-27). The indices pass an optimisation barrier: without it XLA folded the
+    slice of the first k into the gathers that consume them, and a top-k whose slice is gone is no longer recognised as
+    one, so it ran as a full sort of x (Cadata's in-batch step: 34 against 24 us, one core, 2026-12-04; the same
+    selections). Elsewhere [`top_k_indices`][]."""
     if jax.default_backend() == "cpu":
-        return jax.lax.top_k(x.astype(jnp.float32), k)[1]
+        return jax.lax.optimization_barrier(jax.lax.top_k(x.astype(jnp.float32), k)[1])
     return top_k_indices(x, k) if x.ndim == 1 else jax.vmap(lambda row: top_k_indices(row, k))(x)
 
 

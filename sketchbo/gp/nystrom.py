@@ -142,16 +142,18 @@ def arm_moments(kernel, kparams, arms, kdiag, Xs, a, B, lam):
     return mean, jnp.maximum(var_raw, 0.0), jnp.maximum(-jnp.min(var_raw), 0.0)
 
 
-SLOT_BLOCK = 32
+SLOT_BLOCK = 16
 """The granularity of the dictionary widths a resparsification computes on ([`slot_widths`][])."""
-MOST_WIDTHS = 4
-"""The most dictionary widths: each is a branch of the compiled program."""
+MOST_WIDTHS = 5
+"""The most dictionary widths: each is a branch of the compiled program. Five at m_max = 96 against three (32, 64, 96)
+before: BBKB on Cadata, T = 10^4, the same queries, ten seeds 0.35 s faster (9.5 against 9.9 s) and one seed's
+compilation 0.13 s longer and its execution 0.08 s shorter (2-core CPU, 2026-12-04; docs/benchmarks.md#dictionary-width)."""
 
 
 def slot_widths(m_max: int, block: int = SLOT_BLOCK, most: int = MOST_WIDTHS) -> tuple[int, ...]:
     """The static widths of [`posterior_on_width`][]: m_max j / most for j < most, each rounded up to a multiple of
-    ``block``, those at least block / 2 below m_max, then m_max (``block`` 0: m_max alone). m_max = 96: (32, 64, 96);
-    99: (32, 64, 99); 128: (32, 64, 96, 128); 918: (256, 480, 704, 918)."""
+    ``block``, those at least block / 2 below m_max, then m_max (``block`` 0: m_max alone). m_max = 96: (32, 48, 64,
+    80, 96); 99: (32, 48, 64, 80, 99); 128: (32, 64, 80, 112, 128); 918: (192, 368, 560, 736, 918)."""
     if block <= 0:
         return (m_max,)
     below = {block * -(-(m_max * j) // (most * block)) for j in range(1, most)}

@@ -463,7 +463,7 @@ def speed_ratio_table() -> str:
     rows = []
     for name, value in d["ratios"].items():
         target = SPEED_TARGETS.get(name)
-        rows.append([name, ratio(value), "–" if target is None else ratio(target),
+        rows.append([name, f"{value:.2f}×", "–" if target is None else ratio(target),
                      "–" if target is None else ("met" if value >= target else "**not met**")])
     table = md_table(["comparison", "authors' time / sketchbo's", "target (issue 63)", ""], rows, "lrrl")
     return block(table, "*From the medians above (same record).*")
@@ -475,7 +475,16 @@ def speed_values() -> dict:
     f64, f32 = by[("10 seeds", "sketchbo", "float64")], by[("10 seeds", "sketchbo", "float32")]
     return {"bench.speed.ten_f64_two_cores": ratio(d["ratios"]["10 seeds float64, authors on 2 cores"]),
             "bench.speed.f32_ratio_gap": percent(abs(f32["ratio"] / f64["ratio"] - 1.0)),
-            "bench.speed.warm_compile": s(by[("1 seed, warm", "sketchbo", "float64")]["compile_s"]) + " s"}
+            "bench.speed.warm_compile": s(by[("1 seed, warm", "sketchbo", "float64")]["compile_s"]) + " s",
+            **f32_values()}
+
+
+def f32_values() -> dict:
+    """scripts/bench_f32.py: float32 against float64 on many seeds."""
+    d = load("bench_f32_cadata")
+    m = d["summary"]
+    return {"bench.f32.seeds": str(d["n_seeds"]), "bench.f32.gap": percent(abs(m["gap_relative"])),
+            "bench.f32.diff": f"{m['paired_diff_mean']:+.4f} ± {m['paired_diff_se']:.4f}"}
 
 
 def _compile_runs(label: str, kind: str) -> list:

@@ -145,9 +145,8 @@ def arm_moments(kernel, kparams, arms, kdiag, Xs, a, B, lam):
 SLOT_BLOCK = 16
 """The granularity of the dictionary widths a resparsification computes on ([`slot_widths`][])."""
 MOST_WIDTHS = 5
-"""The most dictionary widths: each is a branch of the compiled program. Five at m_max = 96 against three (32, 64, 96)
-before: BBKB on Cadata, T = 10^4, the same queries, ten seeds 0.35 s faster (9.5 against 9.9 s) and one seed's
-compilation 0.13 s longer and its execution 0.08 s shorter (2-core CPU, 2026-12-04; docs/benchmarks.md#dictionary-width)."""
+"""The most dictionary widths: each is a branch of the compiled program, compiled once, that saves work on every
+resparsification of every seed (docs/benchmarks.md#dictionary-width)."""
 
 
 def slot_widths(m_max: int, block: int = SLOT_BLOCK, most: int = MOST_WIDTHS) -> tuple[int, ...]:

@@ -990,8 +990,11 @@ def authors_values() -> dict[str, str]:
 # -------------------------------------------------------------------------------------- the poster's tables
 
 def poster_record() -> list[dict]:
-    """The poster's rows: record tabular_poster, and the jobs run after it (record tabular_poster_additions)."""
-    return load("tabular_poster") + load("tabular_poster_additions")
+    """The poster's rows: record tabular_poster, and the jobs it lacks from record tabular_poster_additions (whose
+    reruns of jobs tabular_poster has are left out: the tables compare times of one record's runs)."""
+    first = load("tabular_poster")
+    have = {(r["problem"], r["algorithm"]) for r in first}
+    return first + [r for r in load("tabular_poster_additions") if (r["problem"], r["algorithm"]) not in have]
 
 
 def poster_rows() -> dict[tuple[str, str], dict]:

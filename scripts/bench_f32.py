@@ -1,4 +1,4 @@
-"""BBKB in float32 against float64 on the same seeds: does float32 keep R_T / R_T^unif (docs/benchmarks.md#authors-speed)?
+"""BBKB in float32 against float64 on the same seeds: does float32 keep R_T / R_T^unif? (docs/benchmarks.md)
 
 Issue 63's float32 target asks for R_T / R_T^unif within 2% of float64's. Ten seeds cannot tell such a gap from
 the seeds' spread (the float32 run's trajectories part from the float64 ones at the first rounding that changes a

@@ -44,6 +44,21 @@ def test_a_second_process_loads_the_program_and_compiles_nothing(tmp_path):
     assert second["query"] == first["query"]
 
 
+def test_a_program_from_jaxs_cache_is_not_stored_and_every_later_run_loads(tmp_path):
+    """An executable that XLA:CPU loaded from JAX's persistent cache does not serialize whole: stored, it failed the
+    next process with "Function ... not found" (compile_cache.jax_cache_hits). A run that fills JAX's cache only (the
+    store off), then runs that miss the store and hit JAX's cache: nothing is stored from them, and each runs."""
+    cache = tmp_path / "cache"
+    jax_only = SCRIPT.replace("calls = []", "compile_cache.STORE = False\ncalls = []").replace(
+        '(compile_cache.cache_dir() / "programs").glob("*.pkl")', "[]")
+    first = _run_script(cache, jax_only)
+    assert first["compiled"] == 2 and not (cache / "programs").exists()
+    for _ in range(2):
+        later = _run_script(cache)
+        assert later["compiled"] == 2 and later["stored"] == []  # JAX's cache hit: traced and loaded, not stored
+        assert later["query"] == first["query"]
+
+
 def test_off_writes_nothing(tmp_path):
     env = {**os.environ, compile_cache.ENV: "off"}
     code = ("import sketchbo as sb; from sketchbo.engine import compile_cache as c; "
@@ -57,15 +72,21 @@ def test_off_writes_nothing(tmp_path):
 
 @pytest.fixture
 def store(tmp_path, monkeypatch):
-    """The program store on, in a fresh directory, for this test; JAX's cache settings restored after it."""
+    """The program store on, in a fresh directory, for this test, and JAX's persistent cache in it too (JAX opens its
+    cache once per process: reset, so that no earlier test's programs are hits); JAX's cache settings restored after
+    it."""
+    from jax._src import compilation_cache as jax_cache  # noqa: PLC0415  (test-only: a fresh JAX layer per test)
+
     saved = {k: jax.config.values[k] for k in ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")}
     monkeypatch.setattr(compile_cache, "STORE", True)
     monkeypatch.setattr(compile_cache, "_state", {"dir": None, "configured": False})
     monkeypatch.setattr(program, "_PROGRAMS", {})
+    jax_cache.reset_cache()
     compile_cache.configure(tmp_path / "cache")
     yield tmp_path / "cache" / compile_cache.STORE_DIR
     for k, v in saved.items():
         jax.config.update(k, v)
+    jax_cache.reset_cache()
 
 
 def _run(algorithm="bbkb"):
@@ -94,9 +115,13 @@ def test_an_edit_of_the_source_misses_and_a_damaged_entry_is_replaced(store, mon
     with monkeypatch.context() as m:
         m.setattr(program, "_PROGRAMS", {})
         m.setattr(compile_cache, "source_digest", lambda: "edited")
-        _run()
-    assert len(list(store.glob("*.pkl"))) == 2  # a new key
+        hits = compile_cache.jax_cache_hits()
+        _run()  # a new key: the store misses and JAX's cache serves the same program ...
+        assert compile_cache.jax_cache_hits() > hits
+    assert list(store.glob("*.pkl")) == [entry]  # ... which is not stored (it would not load whole)
     entry.write_bytes(b"not a program")
+    for f in store.parent.glob("*-cache"):  # JAX's files: the program compiles afresh
+        f.unlink()
     monkeypatch.setattr(program, "_PROGRAMS", {})
     res = _run()  # the damaged entry is deleted, the program compiled and stored again
     assert res.traces["query"].shape == (1, 12)
@@ -114,7 +139,7 @@ def test_the_store_keeps_its_size(store, monkeypatch):
     (entry,) = store.glob("*.pkl")
     monkeypatch.setattr(compile_cache, "MAX_BYTES", entry.stat().st_size + 1)
     monkeypatch.setattr(program, "_PROGRAMS", {})
-    _run("bkb")  # a second entry: the older one goes
+    _run("gp_ucb")  # a second entry (no program in common with the first): the older one goes
     assert [p.name for p in store.glob("*.pkl")] != [entry.name] and len(list(store.glob("*.pkl"))) == 1
 
 

@@ -10,7 +10,8 @@ A process that finds a program there loads it instead of compiling it. Two layer
 * **sketchbo's program store** (``programs/``): the serialized executables of the finite domain's built-in
   algorithms, keyed without tracing by what decides the program (the algorithm, its static configuration, the
   shapes, dtypes and devices, the XLA options, the JAX and jaxlib versions and a digest of sketchbo's own source
-  files), so that a second identical run neither traces, lowers nor compiles it.
+  files), so that a second identical run neither traces, lowers nor compiles it. Only programs compiled in the
+  process are stored: one that JAX's layer served does not serialize whole ([`jax_cache_hits`][]).
 
 A user's algorithm and the box domain, whose objective's code is part of its program, use JAX's layer only. Where
 the user configured JAX's cache directory already, both layers use that directory. Both are bounded
@@ -24,6 +25,7 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -86,9 +88,9 @@ def configure(path: str | os.PathLike | None) -> Path | None:
 def _atomic_jax_writes() -> None:
     """Make JAX's cache write each file to a temporary name and rename it, where it runs without its file lock (the
     ``filelock`` package absent). It then writes the file in place while another process may read it, and the jobs
-    of a parallel sweep compile the same programs at once: a reader could load a partial executable (a run that once
-    failed with "Function ... not found" may have been one; not reproduced). With the lock, JAX's reads and writes
-    exclude each other already."""
+    of a parallel sweep compile the same programs at once: a reader could load a partial executable. With the lock,
+    JAX's reads and writes exclude each other already. (The "Function ... not found" failure once suspected of this
+    came from the program store: [`jax_cache_hits`][].)"""
     from jax._src import lru_cache  # noqa: PLC0415  (no public hook for the file cache's writes)
 
     put = lru_cache.LRUCache.put
@@ -220,9 +222,35 @@ def load(key: str, devices):
     return loaded
 
 
+_JAX_HITS = {"n": 0, "listening": False}
+_HITS_LOCK = threading.Lock()
+
+
+def _count_jax_hit(event: str, **_) -> None:
+    if event == "/jax/compilation_cache/cache_hits":
+        with _HITS_LOCK:
+            _JAX_HITS["n"] += 1
+
+
+def jax_cache_hits() -> int:
+    """How many programs this process has loaded from JAX's persistent cache so far (counted from the first call).
+
+    An executable that XLA:CPU loaded from JAX's cache does not serialize whole again: a program store entry made
+    from one lacks some of its kernels, and the process that loads it fails with "NOT_FOUND: Function ... not
+    found" (reproduced with jaxlib 0.10.2: a run that fills JAX's cache only, then a run whose program store misses
+    and stores what JAX's cache returned, then a run that loads that entry; ``tests/test_compile_cache.py``). So
+    [`save`][] is given only programs compiled in this process: the caller compares this count before and after."""
+    if not _JAX_HITS["listening"]:
+        jax.monitoring.register_event_listener(_count_jax_hit)
+        _JAX_HITS["listening"] = True
+    with _HITS_LOCK:
+        return _JAX_HITS["n"]
+
+
 def save(key: str, executables) -> None:
     """Store the compiled ``executables`` (a tuple) under ``key``, atomically; nothing where the store is off or the
-    executables cannot be serialized. The oldest entries go beyond [`MAX_BYTES`][]."""
+    executables cannot be serialized. The oldest entries go beyond [`MAX_BYTES`][]. The executables must have been
+    compiled in this process, not loaded from JAX's persistent cache ([`jax_cache_hits`][])."""
     store = _store()
     if store is None:
         return
@@ -257,5 +285,5 @@ def _evict(store: Path) -> None:
         total -= sizes[f][1]
 
 
-__all__ = ["DEFAULT_DIR", "ENV", "MAX_BYTES", "STORE", "cache_dir", "clear", "configure", "enable_default", "load",
-           "program_key", "requested_dir", "save", "source_digest"]
+__all__ = ["DEFAULT_DIR", "ENV", "MAX_BYTES", "STORE", "cache_dir", "clear", "configure", "enable_default",
+           "jax_cache_hits", "load", "program_key", "requested_dir", "save", "source_digest"]

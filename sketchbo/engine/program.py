@@ -135,10 +135,11 @@ def compiled_program(cache_key, make_fns, init_args, chunk_rest, cpu_options: di
         (store_parts, sorted((cpu_options or {}).items())), (init_args, chunk_rest))
     programs = None if key is None else compile_cache.load(key, jax.devices()[:n_devices])
     if programs is None:
+        hits = compile_cache.jax_cache_hits()
         programs = compile_both(*make_fns(), init_args, chunk_rest, cpu_options)
         for compiled in programs:
             check_lapack_overlap(compiled, n_devices)
-        if key is not None:
+        if key is not None and compile_cache.jax_cache_hits() == hits:  # only what this process compiled
             compile_cache.save(key, programs)
     compile_s = time.perf_counter() - tc
     if len(_PROGRAMS) >= _MAX_PROGRAMS:

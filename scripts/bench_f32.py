@@ -13,17 +13,15 @@ difference with its standard error. Times are not its subject (see ``scripts/ben
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_authors import our_params, protocol  # noqa: E402  (the same protocol as the speed benchmark)
+from bench_authors import machine_info, our_params, protocol  # noqa: E402  (the speed benchmark's protocol)
 
 
 def main(argv=None) -> dict:
@@ -40,7 +38,7 @@ def main(argv=None) -> dict:
     sb.use_cpu_cores()
     problem = sb.make_problem(args.problem)
     proto = protocol(problem, args.T)
-    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    meta = machine_info()
     ratios = {}
     for dtype in ("float64", "float32"):
         res = sb.run("bbkb", problem, T=args.T, n_seeds=args.seeds, dtype=dtype, params=our_params(proto, args.T),
@@ -56,10 +54,9 @@ def main(argv=None) -> dict:
     print(f"{args.problem}, T = {args.T}, {args.seeds} seeds: float64 {summary['mean_float64']:.4f}, float32 "
           f"{summary['mean_float32']:.4f}, gap {100 * summary['gap_relative']:+.2f}%, paired difference "
           f"{summary['paired_diff_mean']:+.4f} +- {summary['paired_diff_se']:.4f} (standard error)")
-    out = {"meta": {"date": date, "host": platform.node(), "platform": platform.platform(),
-                    "cpu_count": os.cpu_count(), "load_avg_end": os.getloadavg()[0],
-                    "command": [Path(sys.argv[0]).name] + list(argv if argv is not None else sys.argv[1:])},
-           "problem": args.problem, "T": args.T, "n_seeds": args.seeds, "protocol": proto,
+    meta.update(load_avg_end=list(os.getloadavg()),
+                command=[Path(sys.argv[0]).name] + list(argv if argv is not None else sys.argv[1:]))
+    out = {"meta": meta, "problem": args.problem, "T": args.T, "n_seeds": args.seeds, "protocol": proto,
            "ratios": ratios, "summary": summary}
     if args.out is not None:
         args.out.write_text(json.dumps(out, indent=1) + "\n")

@@ -209,3 +209,19 @@ def test_gp_ucb_time_estimate_sums_the_interpolated_time_per_iteration(monkeypat
 def test_gp_ucb_time_estimate_needs_sample_counts_up_to_n():
     proc = run_script("bench_gssbo.py", "--N", "100", "--gp-ucb-per-iteration", "50", "80", "--algorithms")
     assert proc.returncode == 2 and "--gp-ucb-per-iteration=[50, 80]" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_float32_benchmark_records_both_dtypes_on_the_same_seeds(tmp_path):
+    """scripts/bench_f32.py (record bench_f32_cadata): every seed's R_T/R_unif in both dtypes, and a summary computed
+    from them; a single seed is refused before anything runs."""
+    out = tmp_path / "f32.json"
+    proc = run_script("bench_f32.py", "--problem", "gp_sample", "--T", 40, "--seeds", 2, "--out", out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rec = json.loads(out.read_text())
+    a, b = np.asarray(rec["ratios"]["float64"]), np.asarray(rec["ratios"]["float32"])
+    assert a.shape == b.shape == (2,) and np.all(np.isfinite(a)) and np.all(np.isfinite(b))
+    m = rec["summary"]
+    assert m["mean_float64"] == pytest.approx(a.mean()) and m["gap_relative"] == pytest.approx(b.mean() / a.mean() - 1)
+    assert m["paired_diff_mean"] == pytest.approx((b - a).mean())
+    bad = run_script("bench_f32.py", "--seeds", 1)
+    assert bad.returncode != 0 and "--seeds >= 2" in bad.stderr

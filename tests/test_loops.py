@@ -95,16 +95,7 @@ class Loop:
 
     def nested_loops(self) -> int:
         """While loops reachable from this loop's body."""
-        seen, todo, n = set(), [self.body], 0
-        while todo:
-            c = todo.pop()
-            if c in seen:
-                continue
-            seen.add(c)
-            for line in self.comps.get(c, []):
-                n += " while(" in line
-                todo += [target for _, target in called(line)]
-        return n
+        return sum(" while(" in line for line in self.reachable_lines())
 
     def reachable_lines(self) -> list[str]:
         """The instructions of this loop's body and of every computation it calls (fusions, branches, loops)."""

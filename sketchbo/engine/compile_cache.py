@@ -222,29 +222,29 @@ def load(key: str, devices):
     return loaded
 
 
-_JAX_HITS = {"n": 0, "listening": False}
+_JAX_HITS = [0]  # programs this process has loaded from JAX's persistent cache ([`jax_cache_hits`][])
 _HITS_LOCK = threading.Lock()
 
 
 def _count_jax_hit(event: str, **_) -> None:
     if event == "/jax/compilation_cache/cache_hits":
         with _HITS_LOCK:
-            _JAX_HITS["n"] += 1
+            _JAX_HITS[0] += 1
+
+
+jax.monitoring.register_event_listener(_count_jax_hit)
 
 
 def jax_cache_hits() -> int:
-    """How many programs this process has loaded from JAX's persistent cache so far (counted from the first call).
+    """How many programs this process has loaded from JAX's persistent cache so far.
 
     An executable that XLA:CPU loaded from JAX's cache does not serialize whole again: a program store entry made
     from one lacks some of its kernels, and the process that loads it fails with "NOT_FOUND: Function ... not
     found" (reproduced with jaxlib 0.10.2: a run that fills JAX's cache only, then a run whose program store misses
     and stores what JAX's cache returned, then a run that loads that entry; ``tests/test_compile_cache.py``). So
     [`save`][] is given only programs compiled in this process: the caller compares this count before and after."""
-    if not _JAX_HITS["listening"]:
-        jax.monitoring.register_event_listener(_count_jax_hit)
-        _JAX_HITS["listening"] = True
     with _HITS_LOCK:
-        return _JAX_HITS["n"]
+        return _JAX_HITS[0]
 
 
 def save(key: str, executables) -> None:

@@ -151,7 +151,7 @@ def compiled_program(cache_key, make_fns, init_args, chunk_rest, cpu_options: di
 def compile_both(init_fn, chunk_fn, init_args, chunk_rest, cpu_options: dict | None = None):
     """``(init_c, chunk_c)``: both programs compiled, the chunk's XLA compilation (the longer one) in a second thread
     from as soon as it is lowered, while this thread lowers and compiles the init program (JAX's tracing holds the GIL,
-    XLA's compilation mostly releases it): a cold one-seed run's compilation shortens by about the init program's time
+    XLA's compilation mostly releases it), so that init's compilation overlaps the chunk's
     (docs/benchmarks.md#compile-time)."""
     traced = init_fn.trace(*init_args)
     carry, noise = traced.out_info

@@ -23,15 +23,17 @@ from sketchbo.engine import compile_cache
 calls = []
 real = program.compile_lowered
 program.compile_lowered = lambda *a, **k: calls.append(1) or real(*a, **k)
-res = sb.run("bbkb", sb.make_problem("gp_sample", A=80, d=2, seed=0), T=24, n_seeds=2, progress=False)
+res = sb.run("bbkb", sb.make_problem("gp_sample", A=80, d=2, seed=0), T=24, n_seeds=2, progress=False,
+             rounds_per_call=int(sys.argv[1]) if len(sys.argv) > 1 else None)
 print(json.dumps({"compiled": len(calls), "query": res.traces["query"].tolist(),
                   "stored": [p.name for p in (compile_cache.cache_dir() / "programs").glob("*.pkl")]}))
 """
 
 
-def _run_script(cache, code=SCRIPT):
+def _run_script(cache, code=SCRIPT, *args):
     env = {**os.environ, compile_cache.ENV: str(cache)}
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True,
+                          timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -39,7 +41,7 @@ def _run_script(cache, code=SCRIPT):
 def test_a_second_process_loads_the_program_and_compiles_nothing(tmp_path):
     first = _run_script(tmp_path / "cache")
     second = _run_script(tmp_path / "cache")
-    assert first["compiled"] == 2 and len(first["stored"]) == 1  # init and chunk, stored as one entry
+    assert first["compiled"] == 2 and len(first["stored"]) == 2  # init and chunk, each stored
     assert second["compiled"] == 0  # loaded: neither traced, lowered nor compiled
     assert second["query"] == first["query"]
 
@@ -57,6 +59,20 @@ def test_a_program_from_jaxs_cache_is_not_stored_and_every_later_run_loads(tmp_p
         later = _run_script(cache)
         assert later["compiled"] == 2 and later["stored"] == []  # JAX's cache hit: traced and loaded, not stored
         assert later["query"] == first["query"]
+
+
+def test_a_program_that_jaxs_cache_served_leaves_the_other_stored(tmp_path):
+    """Two configurations with the same init program and chunks of their own (BBKB with another number of rounds per
+    call): the second's init comes from JAX's cache and is not stored, its chunk is; a third run loads the chunk and
+    traces only the init."""
+    cache = tmp_path / "cache"
+    first = _run_script(cache, SCRIPT, 4)
+    second = _run_script(cache, SCRIPT, 6)
+    assert first["compiled"] == second["compiled"] == 2
+    assert len(second["stored"]) == 3 and set(first["stored"]) < set(second["stored"])  # its chunk only
+    third = _run_script(cache, SCRIPT, 6)
+    assert third["compiled"] == 1 and sorted(third["stored"]) == sorted(second["stored"])  # the init, from JAX's cache
+    assert third["query"] == second["query"] == first["query"]
 
 
 def test_off_writes_nothing(tmp_path):
@@ -101,7 +117,7 @@ def _no_compiling(monkeypatch):
 
 def test_stored_program_is_loaded_in_process(store, monkeypatch):
     first = _run()
-    assert len(list(store.glob("*.pkl"))) == 1
+    assert len(list(store.glob("*.pkl"))) == 2  # init and chunk
     monkeypatch.setattr(program, "_PROGRAMS", {})
     with monkeypatch.context() as m:
         _no_compiling(m)
@@ -111,14 +127,15 @@ def test_stored_program_is_loaded_in_process(store, monkeypatch):
 
 def test_an_edit_of_the_source_misses_and_a_damaged_entry_is_replaced(store, monkeypatch):
     _run()
-    (entry,) = store.glob("*.pkl")
+    entries = sorted(store.glob("*.pkl"))
     with monkeypatch.context() as m:
         m.setattr(program, "_PROGRAMS", {})
         m.setattr(compile_cache, "source_digest", lambda: "edited")
         hits = compile_cache.jax_cache_hits()
-        _run()  # a new key: the store misses and JAX's cache serves the same program ...
-        assert compile_cache.jax_cache_hits() > hits
-    assert list(store.glob("*.pkl")) == [entry]  # ... which is not stored (it would not load whole)
+        _run()  # new keys: the store misses and JAX's cache serves the same programs ...
+        assert compile_cache.jax_cache_hits() == hits + 2
+    assert sorted(store.glob("*.pkl")) == entries  # ... which are not stored (they would not load whole)
+    entry = entries[0]
     entry.write_bytes(b"not a program")
     for f in store.parent.glob("*-cache"):  # JAX's files: the program compiles afresh
         f.unlink()
@@ -136,11 +153,12 @@ def test_a_users_algorithm_is_not_stored(store):
 
 def test_the_store_keeps_its_size(store, monkeypatch):
     _run()
-    (entry,) = store.glob("*.pkl")
-    monkeypatch.setattr(compile_cache, "MAX_BYTES", entry.stat().st_size + 1)
+    old = {p.name: p.stat().st_size for p in store.glob("*.pkl")}
+    monkeypatch.setattr(compile_cache, "MAX_BYTES", sum(old.values()) + 1)
     monkeypatch.setattr(program, "_PROGRAMS", {})
-    _run("gp_ucb")  # a second entry (no program in common with the first): the older one goes
-    assert [p.name for p in store.glob("*.pkl")] != [entry.name] and len(list(store.glob("*.pkl"))) == 1
+    _run("gp_ucb")  # two more entries (no program in common with the first two): the older ones go
+    now = {p.name: p.stat().st_size for p in store.glob("*.pkl")}
+    assert now and not set(now) & set(old) and sum(now.values()) <= compile_cache.MAX_BYTES
 
 
 def test_an_unwritable_directory_turns_the_cache_off_with_a_message(tmp_path, capsys, monkeypatch):

@@ -10,8 +10,9 @@ A process that finds a program there loads it instead of compiling it. Two layer
 * **sketchbo's program store** (``programs/``): the serialized executables of the finite domain's built-in
   algorithms, keyed without tracing by what decides the program (the algorithm, its static configuration, the
   shapes, dtypes and devices, the XLA options, the JAX and jaxlib versions and a digest of sketchbo's own source
-  files), so that a second identical run neither traces, lowers nor compiles it. Only programs compiled in the
-  process are stored: one that JAX's layer served does not serialize whole ([`jax_cache_hits`][]).
+  files), so that a second identical run neither traces, lowers nor compiles it. A run's two programs (init and
+  chunk) are stored apart, each only when the process compiled it: one that JAX's layer served does not serialize
+  whole ([`jax_cache_hits`][]), and a later run traces and loads that one from JAX's layer.
 
 A user's algorithm and the box domain, whose objective's code is part of its program, use JAX's layer only. Where
 the user configured JAX's cache directory already, both layers use that directory. Both are bounded
@@ -224,12 +225,14 @@ def load(key: str, devices):
 
 _JAX_HITS = [0]  # programs this process has loaded from JAX's persistent cache ([`jax_cache_hits`][])
 _HITS_LOCK = threading.Lock()
+_THREAD_HITS = threading.local()  # the same, per thread ([`thread_jax_cache_hits`][])
 
 
 def _count_jax_hit(event: str, **_) -> None:
-    if event == "/jax/compilation_cache/cache_hits":
+    if event == "/jax/compilation_cache/cache_hits":  # reported in the thread that compiles
         with _HITS_LOCK:
             _JAX_HITS[0] += 1
+        _THREAD_HITS.n = getattr(_THREAD_HITS, "n", 0) + 1
 
 
 jax.monitoring.register_event_listener(_count_jax_hit)
@@ -242,9 +245,15 @@ def jax_cache_hits() -> int:
     from one lacks some of its kernels, and the process that loads it fails with "NOT_FOUND: Function ... not
     found" (reproduced with jaxlib 0.10.2: a run that fills JAX's cache only, then a run whose program store misses
     and stores what JAX's cache returned, then a run that loads that entry; ``tests/test_compile_cache.py``). So
-    [`save`][] is given only programs compiled in this process: the caller compares this count before and after."""
+    [`save`][] is given only programs compiled in this process ([`thread_jax_cache_hits`][])."""
     with _HITS_LOCK:
         return _JAX_HITS[0]
+
+
+def thread_jax_cache_hits() -> int:
+    """[`jax_cache_hits`][] of the calling thread: a compilation's caller compares it before and after, and so tells
+    which of two programs compiled at once (``engine.program.compile_both``) JAX's cache served."""
+    return getattr(_THREAD_HITS, "n", 0)
 
 
 def save(key: str, executables) -> None:
@@ -286,4 +295,4 @@ def _evict(store: Path) -> None:
 
 
 __all__ = ["DEFAULT_DIR", "ENV", "MAX_BYTES", "STORE", "cache_dir", "clear", "configure", "enable_default",
-           "jax_cache_hits", "load", "program_key", "requested_dir", "save", "source_digest"]
+           "jax_cache_hits", "load", "program_key", "requested_dir", "save", "source_digest", "thread_jax_cache_hits"]

@@ -126,21 +126,23 @@ def compiled_program(cache_key, make_fns, init_args, chunk_rest, cpu_options: di
     ``chunk_fn(init_args[0], carry, noise, *chunk_rest)`` (the first argument is the elements' seeds). ``cpu_options``:
     XLA compiler options of both programs on the CPU backend (e.g. [`FAST_CPU_COMPILE`][]). ``n_devices``: the devices
     the program is sharded over (for [`check_lapack_overlap`][]). ``store_parts``: what identifies the program for
-    the on-disk program store (``engine.compile_cache``; None: not stored), which a later process loads it from
-    without tracing it (compile_s is then the loading time)."""
+    the on-disk program store (``engine.compile_cache``; None: not stored), from which a later process loads each of
+    the two programs without tracing it (compile_s is then the loading time). Each is stored on its own, and only
+    when this process compiled it: one that JAX's persistent cache served is not ([`compile_fresh`][]), while the
+    other still is (e.g. BKB's init program, which BBKB's runs also compile, and a chunk of its own)."""
     if cache_key in _PROGRAMS:
         return (*_PROGRAMS[cache_key], 0.0)
     tc = time.perf_counter()
-    key = None if store_parts is None else compile_cache.program_key(
-        (store_parts, sorted((cpu_options or {}).items())), (init_args, chunk_rest))
-    programs = None if key is None else compile_cache.load(key, jax.devices()[:n_devices])
-    if programs is None:
-        hits = compile_cache.jax_cache_hits()
-        programs = compile_both(*make_fns(), init_args, chunk_rest, cpu_options)
-        for compiled in programs:
-            check_lapack_overlap(compiled, n_devices)
-        if key is not None and compile_cache.jax_cache_hits() == hits:  # only what this process compiled
-            compile_cache.save(key, programs)
+    keys = store_keys(store_parts, cpu_options, init_args, chunk_rest)
+    loaded = tuple(load_one(k, n_devices) for k in keys)
+    programs = loaded
+    if None in loaded:
+        programs, fresh = compile_both(*make_fns(), init_args, chunk_rest, cpu_options, have=loaded)
+        for key, was_loaded, compiled, new in zip(keys, loaded, programs, fresh):
+            if was_loaded is None:
+                check_lapack_overlap(compiled, n_devices)
+                if key is not None and new:
+                    compile_cache.save(key, (compiled,))
     compile_s = time.perf_counter() - tc
     if len(_PROGRAMS) >= _MAX_PROGRAMS:
         _PROGRAMS.pop(next(iter(_PROGRAMS)))
@@ -148,18 +150,48 @@ def compiled_program(cache_key, make_fns, init_args, chunk_rest, cpu_options: di
     return (*programs, compile_s)
 
 
-def compile_both(init_fn, chunk_fn, init_args, chunk_rest, cpu_options: dict | None = None):
-    """``(init_c, chunk_c)``: both programs compiled, the chunk's XLA compilation (the longer one) in a second thread
-    from as soon as it is lowered, while this thread lowers and compiles the init program (JAX's tracing holds the GIL,
-    XLA's compilation mostly releases it), so that init's compilation overlaps the chunk's
-    (docs/benchmarks.md#compile-time)."""
-    traced = init_fn.trace(*init_args)
-    carry, noise = traced.out_info
-    chunk_lowered = chunk_fn.lower(init_args[0], carry, noise, *chunk_rest)
+def load_one(key, n_devices: int):
+    """The program stored under ``key`` on the first ``n_devices`` devices, or None (no key, not stored, or an entry that
+    does not hold one program)."""
+    entry = None if key is None else compile_cache.load(key, jax.devices()[:n_devices])
+    return entry[0] if entry is not None and len(entry) == 1 else None
+
+
+def store_keys(store_parts, cpu_options, init_args, chunk_rest) -> tuple:
+    """The program store's keys ``(init, chunk)`` of a program (``(None, None)`` where ``store_parts`` is None): the
+    init program's from its arguments, the chunk's from the init's arguments (which decide its carry) and its own."""
+    if store_parts is None:
+        return None, None
+    parts = (store_parts, sorted((cpu_options or {}).items()))
+    return (compile_cache.program_key((parts, "init"), init_args),
+            compile_cache.program_key((parts, "chunk"), (init_args, chunk_rest)))
+
+
+def compile_both(init_fn, chunk_fn, init_args, chunk_rest, cpu_options: dict | None = None, have=(None, None)):
+    """``((init_c, chunk_c), (init_fresh, chunk_fresh))``: both programs compiled, the chunk's XLA compilation (the
+    longer one) in a second thread from as soon as it is lowered, while this thread lowers and compiles the init
+    program (JAX's tracing holds the GIL, XLA's compilation mostly releases it), so that init's compilation overlaps
+    the chunk's (docs/benchmarks.md#compile-time). ``have``: either program already at hand (loaded from the store;
+    None: compile it), returned as given. ``*_fresh``: compiled by XLA in this process ([`compile_fresh`][])."""
+    init_have, chunk_have = have
+    traced = init_fn.trace(*init_args)  # the chunk's carry comes from init's outputs
+    if chunk_have is None:
+        carry, noise = traced.out_info
+        chunk_lowered = chunk_fn.lower(init_args[0], carry, noise, *chunk_rest)
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="sketchbo-compile") as pool:
-        chunk_c = pool.submit(compile_lowered, chunk_lowered, cpu_options)
-        init_c = compile_lowered(traced.lower(), cpu_options)
-        return init_c, chunk_c.result()
+        chunk = None if chunk_have is not None else pool.submit(compile_fresh, chunk_lowered, cpu_options)
+        init_c, init_fresh = (init_have, False) if init_have is not None else compile_fresh(traced.lower(), cpu_options)
+        chunk_c, chunk_fresh = (chunk_have, False) if chunk is None else chunk.result()
+    return (init_c, chunk_c), (init_fresh, chunk_fresh)
+
+
+def compile_fresh(lowered, cpu_options: dict | None = None):
+    """``(compiled, fresh)``: [`compile_lowered`][], and whether XLA compiled it here rather than JAX's persistent
+    cache serving it (counted in this thread: ``compile_cache.thread_jax_cache_hits``). Only a fresh executable
+    serializes whole for the program store."""
+    hits = compile_cache.thread_jax_cache_hits()
+    compiled = compile_lowered(lowered, cpu_options)
+    return compiled, compile_cache.thread_jax_cache_hits() == hits
 
 
 # XLA's CPU backend with its elemental fusion emitters instead of the MLIR ones (its default), LLVM at optimisation

@@ -276,6 +276,9 @@ def test_a_regret_record_keeps_the_curves_and_summary_and_draws_fig2(tmp_path):
     for algorithm, res in {r.algorithm: r for r in plots.load_results(curved)}.items():
         np.testing.assert_array_equal(plots.batch_size(res), plots.batch_size(full[algorithm]))
         np.testing.assert_allclose(plots.cumulative_time(res), plots.cumulative_time(full[algorithm]), rtol=1e-5)
+        assert plots.time_up_to(res, 3) == pytest.approx(plots.time_up_to(full[algorithm], 3), rel=1e-5)
+        with pytest.raises(ValueError, match="t = 6 is not a step"):
+            plots.time_up_to(res, 6)
     # a re-run of GSSBO replaces its entry; RSSBO's stays
     class Again(FakeGSSBO):
         cumulative_regret = Fake.cumulative_regret * 2

@@ -95,8 +95,17 @@ def cumulative_time(result: Result) -> np.ndarray:
 
 
 def time_up_to(result: Result, t: int) -> float:
-    """One seed's wall time (s) up to step t, mean over seeds (`cumulative_time`); compilation excluded."""
-    return float(np.mean(cumulative_time(result)[:, t - 1]))
+    """One seed's wall time (s) up to step t, mean over seeds (`cumulative_time`); compilation excluded. Of a regret
+    record's result, t must be one of its recorded steps (`steps`).
+
+    Raises:
+        ValueError: t is not a step of ``result``.
+    """
+    at = np.flatnonzero(steps(result) == t)
+    if at.size == 0:
+        raise ValueError(f"t = {t} is not a step of {result.algorithm} on {result.problem} (T = {result.T}"
+                         f"{', a regret record keeps 101 steps' if isinstance(result, RecordedResult) else ''})")
+    return float(np.mean(cumulative_time(result)[:, at[0]]))
 
 
 def run_time(result: Result) -> float:

@@ -24,20 +24,15 @@ needs = {"abalone": pytest.mark.real_data("abalone.data"), "cadata": pytest.mark
 def bounded_argmax(tab: UCBTable, fresh, refresh_many, k=REFRESH_K, more_blocks=REFRESH_BLOCKS,
                    per_block=REFRESH_PER_BLOCK):
     """One in-batch step as ``sparse_ucb.select`` runs it over in-batch loop iterations: a first round of
-    ``lazy_argmax_round``, then fallback rounds until the argmax is exact. ``fresh`` (A,) marks exact entries;
-    ``refresh_many(idx)`` gives the values alone (no aux). Returns ``(tab, fresh, i, n_refresh, fallback_rounds)``."""
+    ``lazy_argmax_round``, then fallback rounds until the argmax is exact. ``fresh`` (A,) marks exact entries.
+    Returns ``(tab, fresh, i, n_refresh, fallback_rounds)``."""
     A = fresh.shape[0]
-    values_only = refresh_many
-
-    def refresh_many(idx):
-        return values_only(idx), ()
-
     fr = jnp.ones((tab.values.size,), bool).at[:A].set(fresh)  # padding entries are exact
-    tab, fr, n, _ = lazy_argmax_round(tab, fr, refresh_many, A, False, k, more_blocks, per_block)
+    tab, fr, n = lazy_argmax_round(tab, fr, refresh_many, A, False, k, more_blocks, per_block)
 
     def body(c):
         tb, f, n, it = c
-        tb, f, dn, _ = lazy_argmax_round(tb, f, refresh_many, A, True, k, more_blocks, per_block)
+        tb, f, dn = lazy_argmax_round(tb, f, refresh_many, A, True, k, more_blocks, per_block)
         return tb, f, n + dn, it + 1
 
     tab, fr, n, it = jax.lax.while_loop(lambda c: ~c[1][table_argmax(c[0])], body,
@@ -66,10 +61,8 @@ def reference_round(tab, fresh, refresh_many, A, fallback, *rest):
     del fallback, rest
     i = table_argmax(tab)
     stale = ~fresh[i]
-    arm = jnp.minimum(i, A - 1)[None]
-    values, aux = refresh_many(arm)
-    value = jnp.where(stale, values[0], tab.values.reshape(-1)[i])
-    return table_set(tab, i, value), fresh.at[i].set(True), stale.astype(jnp.int32), (arm, aux)
+    value = jnp.where(stale, refresh_many(jnp.minimum(i, A - 1)[None])[0], tab.values.reshape(-1)[i])
+    return table_set(tab, i, value), fresh.at[i].set(True), stale.astype(jnp.int32)
 
 
 # ------------------------------------------------------------------------------- random stale tables

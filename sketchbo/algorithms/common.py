@@ -238,7 +238,7 @@ def candidate_indices(x, k: int):
 
 
 def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, k: int, per_block: int | None = None,
-                   size: int | None = None, n_blocks: int | None = None, keep: int = 1):
+                   size: int | None = None, n_blocks: int | None = None):
     """The stale arms to refresh, with large bounds, and their exact UCBs (one batched call of ``refresh_many``),
     without writing the table.
 
@@ -248,11 +248,9 @@ def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, k: int, per_block
     rounds: no top-k over k * B entries, which XLA sorts); and always the table's argmax when it is stale (so
     that every round makes progress, whatever the ties and -inf entries). Which stale arms are refreshed
     changes the work, not the selection (the step is decided at the first exact maximiser whatever
-    was refreshed). ``refresh_many(idx)`` returns ``(values, aux)``, with ``aux`` a pytree of arrays whose last axis
-    runs over ``idx``. Returns ``(idx, values, valid, rows, kept)``: the candidates, their values (refreshed where
+    was refreshed). Returns ``(idx, values, valid, rows)``: the candidates, their values (refreshed where
     ``valid``, the table's elsewhere), and the blocks they lie in, padded to ``size`` candidates and ``n_blocks``
-    blocks by repeats of the first (the same writes again), so that both rounds return the same shapes; ``kept``:
-    the first ``keep`` candidates (arm indices) and their ``aux``.
+    blocks by repeats of the first (the same writes again), so that both rounds return the same shapes.
     """
     nb, B = tab.values.shape
     kb = min(k, nb)
@@ -269,20 +267,13 @@ def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, k: int, per_block
     idx = idx.at[0].set(jnp.where(fresh[best], idx[0], best).astype(idx.dtype))
     valid = ~fresh[idx]  # stale real arms; a repeated candidate writes the same value twice
     flat = tab.values.reshape(-1)
-    exact, aux = refresh_many(jnp.minimum(idx, A - 1))
-    values = jnp.where(valid, exact, flat[idx])
+    values = jnp.where(valid, refresh_many(jnp.minimum(idx, A - 1)), flat[idx])
     rows = jnp.concatenate([blocks.astype(idx.dtype), (idx[:1] // B)])  # every block a candidate lies in
 
     def pad(x, n, fill):
         return x if n is None or x.shape[0] >= n else jnp.concatenate([x, jnp.full((n - x.shape[0],), fill, x.dtype)])
 
-    def first_of(a, n):  # the first n entries of the last axis, repeating entry 0 where there are fewer
-        m = a.shape[-1]
-        return a[..., :n] if m >= n else jnp.concatenate([a, jnp.repeat(a[..., :1], n - m, axis=-1)], axis=-1)
-
-    kept = jnp.minimum(first_of(idx, keep), A - 1), jax.tree.map(lambda a: first_of(a, keep), aux)
-    return (pad(idx, size, idx[0]), pad(values, size, values[0]), pad(valid, size, False), pad(rows, n_blocks, rows[0]),
-            kept)
+    return pad(idx, size, idx[0]), pad(values, size, values[0]), pad(valid, size, False), pad(rows, n_blocks, rows[0])
 
 
 SEED_AXIS = "seeds"
@@ -321,20 +312,16 @@ def lazy_argmax_round(tab: UCBTable, fresh, refresh_many, A: int, fallback, k: i
     argmax (first index among its maxima) is the answer if it is exact: every stale entry bounds its arm's current UCB
     from above, so that arm is the first maximiser of the exact UCBs — the selection of the one-at-a-time lazy rule,
     ties included. ``fallback`` is one flag for the seeds of a vmapped program ([`any_seed`][]): the branch not taken
-    costs nothing. ``refresh_many(idx)`` returns ``(values, aux)`` ([`_refresh_round`][]'s ``aux``: e.g. the
-    candidates' embeddings). Returns ``(tab, fresh, n_refreshed, (cand, aux))``, with the round's first
-    ``min(k, ...)`` candidates ``cand`` (arm indices, the first round's whole set) and their ``aux``, so that the
-    caller reuses what was computed for the arm it selects; the step is decided iff ``fresh[table_argmax(tab)]``.
+    costs nothing. Returns ``(tab, fresh, n_refreshed)``; the step is decided iff ``fresh[table_argmax(tab)]``.
     """
     nb, B = tab.values.shape
-    keep = min(k, min(k, nb) * B)  # the first round's candidates
-    size = max(keep, min(more_blocks, nb) * min(per_block, B))  # candidates of either round
+    size = max(min(k, min(k, nb) * B), min(more_blocks, nb) * min(per_block, B))  # candidates of either round
     n_blocks = max(min(k, nb), min(more_blocks, nb)) + 1  # blocks they lie in, the argmax's included
     # The round's writes are made here, outside the branches: a table written inside a branch is copied whole
     # at every step (XLA:CPU, two copies of the A-entry table per in-batch step).
-    idx, values, valid, rows, kept = jax.lax.cond(
-        fallback, lambda: _refresh_round(tab, fresh, refresh_many, A, more_blocks, per_block, size, n_blocks, keep),
-        lambda: _refresh_round(tab, fresh, refresh_many, A, k, None, size, n_blocks, keep))
+    idx, values, valid, rows = jax.lax.cond(
+        fallback, lambda: _refresh_round(tab, fresh, refresh_many, A, more_blocks, per_block, size, n_blocks),
+        lambda: _refresh_round(tab, fresh, refresh_many, A, k, None, size, n_blocks))
     table = tab.values.reshape(-1).at[idx].set(values).reshape(nb, B)
     block_max = tab.block_max.at[rows].set(jnp.max(table[rows], axis=1))
-    return UCBTable(table, block_max), fresh.at[idx].set(True), jnp.sum(valid).astype(jnp.int32), kept
+    return UCBTable(table, block_max), fresh.at[idx].set(True), jnp.sum(valid).astype(jnp.int32)

@@ -25,11 +25,10 @@ import jax.numpy as jnp
 from sketchbo.algorithms.batch_rules import BatchRule
 from sketchbo.algorithms.common import (
     Algorithm, Feedback, RoundInfo, Static, StepInfo, UCBTable, any_seed, batch_feedback, beta_bbkb,
-    beta_bkb, beta_vakili, block_size, first_argmax, lazy_argmax_round, seeds_vmapped, table_argmax, ucb_table,
+    beta_bkb, beta_vakili, block_size, lazy_argmax_round, seeds_vmapped, table_argmax, ucb_table,
 )
 from sketchbo.gp import nystrom, sparse_bounds
 from sketchbo.kernels import get_kernel
-from sketchbo.linalg import mm
 
 
 def _as(dtype, tree):
@@ -158,26 +157,18 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
         def kS(i):  # (m_max,) k_S(x_i) in the factor dtype
             return nystrom.cross_kernel(kernel, kp_f, state.arms[i][None, :].astype(fdt), Xs_f, state.dict_mask)[0]
 
-        def refresh(idx):  # (k,) exact UCBs of the arms idx under the current in-batch posterior, (m, k) their z
+        def refresh(idx):  # (k,) exact UCBs of the arms idx under the current in-batch posterior
             K_xS = nystrom.cross_kernel(kernel, kp_f, state.arms[idx].astype(fdt), Xs_f, state.dict_mask)
-            Z = mm(state.W, K_xS.T)  # (m, k): column i is z(x_i) = W k_S(x_i)
-            var = nystrom.embedded_variances_of(Z, state.kdiag[idx].astype(fdt), state.Vinv, lam_f)
-            return _finite_or_worst(state.mean[idx] + state.beta * jnp.sqrt(var)).astype(dt), Z
+            var = nystrom.embedded_variances(K_xS, state.kdiag[idx].astype(fdt), state.W, state.Vinv, lam_f)
+            return _finite_or_worst(state.mean[idx] + state.beta * jnp.sqrt(var)).astype(dt)
 
         A = state.arms.shape[0]
         fallback = any_seed(state.attempt > 0)  # the step's first round left its argmax stale
-        ucb, fresh, n_refresh, (cand, Z) = lazy_argmax_round(state.ucb, state.fresh, refresh, A, fallback)  # L4, L8
+        ucb, fresh, n_refresh = lazy_argmax_round(state.ucb, state.fresh, refresh, A, fallback)  # L4, L8
         best = table_argmax(ucb)
         first = state.t == 0
         commit = first | fresh[best]  # the argmax is exact: this iteration decides the step
         q = jnp.where(first, state.first_arm, best).astype(jnp.int32)
-        # z(x_q) for L7: the round's refresh computed it whenever q was among its first candidates (every committed
-        # first round: a pull leaves every UCB stale, so an exact argmax was refreshed in it); else W k_S(x_q).
-        at = first_argmax(cand == q)
-        have = (cand[at] == q) & ~first
-
-        def embed_q():
-            return jnp.where(have, Z[:, at], mm(state.W, kS(q)))
 
         def cov_q():
             cov = nystrom.covariance_with(
@@ -185,8 +176,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             return cov, state.var_fb
 
         acc, close = rule.step(state.rule_acc, state.var_fb[q], cov_q, params.C)  # Alg. 1, L5
-        z_q = jax.lax.cond(any_seed(commit & ~have), embed_q, lambda: Z[:, at])
-        Vinv = nystrom.add_embedded_to_batch(state.Vinv, z_q)  # Alg. 1, L7: s~_t shrinks in-batch
+        Vinv = nystrom.add_to_batch(state.Vinv, state.W, kS(q))  # Alg. 1, L7: s~_t shrinks in-batch
         new = state._replace(
             ucb=ucb, fresh=jnp.where(commit, _all_stale(A), fresh), attempt=jnp.where(commit, 0, state.attempt + 1),
             Vinv=jnp.where(commit, Vinv, state.Vinv), rule_acc=jnp.where(commit, acc, state.rule_acc),

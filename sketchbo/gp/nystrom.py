@@ -222,22 +222,13 @@ def embedded_variances(K_xS, kdiag_x, W, Vinv, lam):
     """[`embedded_variance`][] of n arms at once from their kernel rows ``K_xS`` (n, m_max): O(n m^2) in two products
     with the m x m factor on the left, Z = W K_xS^T and V^{-1} Z (V^{-1} is symmetric), the layouts XLA:CPU runs
     fastest (a product with the factor transposed on the right ran 10x slower for the in-batch step's 8 arms)."""
-    return embedded_variances_of(mm(W, K_xS.T), kdiag_x, Vinv, lam)
-
-
-def embedded_variances_of(Z, kdiag_x, Vinv, lam):
-    """[`embedded_variances`][] from the embeddings ``Z`` (m_max, n), column i z(x_i) = W k_S(x_i)."""
+    Z = mm(W, K_xS.T)  # (m, n): column i is z(x_i) = W k_S(x_i)
     return jnp.maximum((kdiag_x - jnp.sum(Z * Z, axis=0)) / lam + jnp.sum(mm(Vinv, Z) * Z, axis=0), 0.0)
 
 
 def add_to_batch(Vinv, W, kS_x):
     """In-batch variance update: V <- V + z(x) z(x)^T for a selected arm, O(m^2) (BBKB Alg. 1, L7)."""
     return sherman_morrison(Vinv, mm(W, kS_x))
-
-
-def add_embedded_to_batch(Vinv, z):
-    """[`add_to_batch`][] from the arm's embedding z(x) = W k_S(x) (m_max,)."""
-    return sherman_morrison(Vinv, z)
 
 
 def covariance_with(kernel, kparams, arms, Xs, dict_mask, B, x, lam):
@@ -289,7 +280,6 @@ def exact_dictionary(counts, m_max):
 __all__ = [
     "NystromPosterior", "MOST_WIDTHS", "SLOT_BLOCK", "factor_dtype", "dictionary_factors", "posterior", "arm_moments",
     "posterior_on_width",
-    "slot_widths", "width_index", "embedded_variance", "embedded_variances", "embedded_variances_of", "add_to_batch",
-    "add_embedded_to_batch",
+    "slot_widths", "width_index", "embedded_variance", "embedded_variances", "add_to_batch",
     "covariance_with", "cross_kernel", "first_true", "inclusion_probability", "resample_dictionary", "exact_dictionary",
 ]

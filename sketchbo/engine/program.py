@@ -129,7 +129,7 @@ def compiled_program(cache_key, make_fns, init_args, chunk_rest, cpu_options: di
     the on-disk program store (``engine.compile_cache``; None: not stored), from which a later process loads each of
     the two programs without tracing it (compile_s is then the loading time). Each is stored on its own, and only
     when this process compiled it: one that JAX's persistent cache served is not ([`compile_fresh`][]), while the
-    other still is (e.g. BKB's init program, which BBKB's runs also compile, and a chunk of its own)."""
+    other still is (e.g. BBKB with another number of rounds per call: the same init program, a chunk of its own)."""
     if cache_key in _PROGRAMS:
         return (*_PROGRAMS[cache_key], 0.0)
     tc = time.perf_counter()

@@ -104,7 +104,7 @@ def time_up_to(result: Result, t: int) -> float:
     at = np.flatnonzero(steps(result) == t)
     if at.size == 0:
         raise ValueError(f"t = {t} is not a step of {result.algorithm} on {result.problem} (T = {result.T}"
-                         f"{', a regret record keeps 101 steps' if isinstance(result, RecordedResult) else ''})")
+                         f"{', a regret record keeps only its recorded steps' if isinstance(result, RecordedResult) else ''})")
     return float(np.mean(cumulative_time(result)[:, at[0]]))
 
 

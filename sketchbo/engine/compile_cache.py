@@ -223,15 +223,11 @@ def load(key: str, devices):
     return loaded
 
 
-_JAX_HITS = [0]  # programs this process has loaded from JAX's persistent cache ([`jax_cache_hits`][])
-_HITS_LOCK = threading.Lock()
-_THREAD_HITS = threading.local()  # the same, per thread ([`thread_jax_cache_hits`][])
+_THREAD_HITS = threading.local()  # per thread: programs it has loaded from JAX's persistent cache
 
 
 def _count_jax_hit(event: str, **_) -> None:
     if event == "/jax/compilation_cache/cache_hits":  # reported in the thread that compiles
-        with _HITS_LOCK:
-            _JAX_HITS[0] += 1
         _THREAD_HITS.n = getattr(_THREAD_HITS, "n", 0) + 1
 
 
@@ -239,20 +235,15 @@ jax.monitoring.register_event_listener(_count_jax_hit)
 
 
 def jax_cache_hits() -> int:
-    """How many programs this process has loaded from JAX's persistent cache so far.
+    """How many programs the calling thread has loaded from JAX's persistent cache so far.
 
     An executable that XLA:CPU loaded from JAX's cache does not serialize whole again: a program store entry made
     from one lacks some of its kernels, and the process that loads it fails with "NOT_FOUND: Function ... not
     found" (reproduced with jaxlib 0.10.2: a run that fills JAX's cache only, then a run whose program store misses
     and stores what JAX's cache returned, then a run that loads that entry; ``tests/test_compile_cache.py``). So
-    [`save`][] is given only programs compiled in this process ([`thread_jax_cache_hits`][])."""
-    with _HITS_LOCK:
-        return _JAX_HITS[0]
-
-
-def thread_jax_cache_hits() -> int:
-    """[`jax_cache_hits`][] of the calling thread: a compilation's caller compares it before and after, and so tells
-    which of two programs compiled at once (``engine.program.compile_both``) JAX's cache served."""
+    [`save`][] is given only programs compiled in this process: a compilation's caller compares this count before
+    and after, per thread, which tells which of two programs compiled at once (``engine.program.compile_both``)
+    JAX's cache served."""
     return getattr(_THREAD_HITS, "n", 0)
 
 
@@ -295,4 +286,4 @@ def _evict(store: Path) -> None:
 
 
 __all__ = ["DEFAULT_DIR", "ENV", "MAX_BYTES", "STORE", "cache_dir", "clear", "configure", "enable_default",
-           "jax_cache_hits", "load", "program_key", "requested_dir", "save", "source_digest", "thread_jax_cache_hits"]
+           "jax_cache_hits", "load", "program_key", "requested_dir", "save", "source_digest"]

@@ -187,11 +187,11 @@ def compile_both(init_fn, chunk_fn, init_args, chunk_rest, cpu_options: dict | N
 
 def compile_fresh(lowered, cpu_options: dict | None = None):
     """``(compiled, fresh)``: [`compile_lowered`][], and whether XLA compiled it here rather than JAX's persistent
-    cache serving it (counted in this thread: ``compile_cache.thread_jax_cache_hits``). Only a fresh executable
+    cache serving it (counted in this thread: ``compile_cache.jax_cache_hits``). Only a fresh executable
     serializes whole for the program store."""
-    hits = compile_cache.thread_jax_cache_hits()
+    hits = compile_cache.jax_cache_hits()
     compiled = compile_lowered(lowered, cpu_options)
-    return compiled, compile_cache.thread_jax_cache_hits() == hits
+    return compiled, compile_cache.jax_cache_hits() == hits
 
 
 # XLA's CPU backend with its elemental fusion emitters instead of the MLIR ones (its default), LLVM at optimisation

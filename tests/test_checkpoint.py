@@ -96,7 +96,9 @@ def test_checkpoint_of_another_run_is_ignored_with_the_difference_named(tmp_path
     assert f"ignoring checkpoint {path}: it belongs to a different run (differs in hyperparameters[0].lam)" in err
     assert "resuming" not in err
     assert_same_run(other, run("bbkb", SMALL, **{**kw, "params": {"F": 1.0, "lam": 0.3}}))
-    assert path.read_bytes() != stale  # overwritten by the new run's checkpoints
+    assert path.read_bytes() != stale  # the new run's checkpoints
+    kept = list(tmp_path.glob("ck.other-run-*.npz"))  # the other run's progress is set aside, never overwritten
+    assert [k.read_bytes() for k in kept] == [stale] and f"kept as {kept[0].name}" in err
 
     # other seeds, horizon or problem data are other runs too
     path.write_bytes(stale)

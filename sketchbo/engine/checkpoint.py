@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import zipfile
 from pathlib import Path
@@ -96,10 +97,21 @@ def load_checkpoint(path: Path, identity: dict, label: str) -> Saved | None:
     diff = files.differences(stored, identity)
     if diff:
         shown = ", ".join(diff[:5]) + (", ..." if len(diff) > 5 else "")
+        aside = set_aside(path, saved.rounds)
         print(f"[{label}] ignoring checkpoint {path}: it belongs to a different run (differs in {shown}); "
-              "starting at round 0, the file will be overwritten", file=sys.stderr, flush=True)
+              f"starting at round 0; that run's checkpoint is kept as {aside.name} (rename it back to resume it)",
+              file=sys.stderr, flush=True)
         return None
     return saved
+
+
+def set_aside(path: Path, rounds: int) -> Path:
+    """Move another run's checkpoint at ``path`` out of this run's way, to ``<stem>.other-run-<rounds>.npz`` beside
+    it, and return the new path: hours of another run's progress are never overwritten (e.g. a job resumed with
+    another number of CPU devices, which is another run)."""
+    aside = path.with_name(f"{path.stem}.other-run-{rounds}{path.suffix}")
+    os.replace(path, aside)
+    return aside
 
 
 def say_resuming(label: str, saved: Saved, t: int, T: int, rounds: int) -> None:

@@ -104,6 +104,7 @@ def test_checkpoint_of_another_run_is_ignored_with_the_difference_named(tmp_path
     path.write_bytes(stale)
     run("bbkb", SMALL, checkpoint=path, checkpoint_every=100, **{**kw, "seed": 6})
     assert "differs in seeds" in capfd.readouterr().err
+    assert sorted(k.read_bytes() == stale for k in tmp_path.glob("ck.other-run-*.npz")) == [True, True]  # none lost
     f = SMALL.f.copy()
     f[0] += 1e-9
     path.write_bytes(stale)

@@ -107,9 +107,12 @@ def load_checkpoint(path: Path, identity: dict, label: str) -> Saved | None:
 
 def set_aside(path: Path, rounds: int) -> Path:
     """Move another run's checkpoint at ``path`` out of this run's way, to ``<stem>.other-run-<rounds>.npz`` beside
-    it, and return the new path: hours of another run's progress are never overwritten (e.g. a job resumed with
-    another number of CPU devices, which is another run)."""
-    aside = path.with_name(f"{path.stem}.other-run-{rounds}{path.suffix}")
+    it (``-2``, ``-3``, ... appended while that name is taken), and return the new path: hours of another run's
+    progress are never overwritten (e.g. a job resumed with another number of CPU devices, which is another run)."""
+    aside, k = path.with_name(f"{path.stem}.other-run-{rounds}{path.suffix}"), 1
+    while aside.exists():
+        k += 1
+        aside = path.with_name(f"{path.stem}.other-run-{rounds}-{k}{path.suffix}")
     os.replace(path, aside)
     return aside
 

@@ -11,6 +11,10 @@ set, e.g. GSSBO's Fig. 2::
     python scripts/plot_gssbo_fig2.py --results experiments/gssbo_fig2_record.json --out docs/figures
     python scripts/table_gssbo.py --results experiments/gssbo_fig2_record.json
 
+With ``--add-seeds`` a result joins the recorded entry of its job on other seeds instead of replacing it, so
+that a job too long for one session runs as seed slices (``seed=0 n_seeds=2``, later ``seed=2 n_seeds=2``, ...)
+recorded as each finishes, its result directories needed only until then.
+
 With ``--curves`` the record also keeps the batch size, the dictionary size and one seed's time up to t at the
 same steps, so that BBKB's Figs. 1-2 redraw from it::
 
@@ -49,14 +53,19 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--curves", action="store_true",
                         help="also keep the batch size, dictionary size and one seed's time up to t at the same steps "
                              "(what BBKB's Figs. 1-2 draw besides R_t), each where the result has its trace")
+    parser.add_argument("--add-seeds", action="store_true",
+                        help="join each result with the recorded entry of the same job on other seeds (a job whose "
+                             "seed slices ran in several sessions, e.g. seed=0 n_seeds=2, then seed=2 n_seeds=2), "
+                             "instead of replacing it")
     args = parser.parse_args(argv)
     found = [r for r in plots.load_results(args.results, HINT) if args.problem is None or r.problem in args.problem]
     if not found:
         raise plots.ResultsError(f"no results of {args.problem} under {args.results}; {HINT}")
     entries = [results.record_entry(r, plots.cumulative_regret(r), plots.run_time(r),
                                     curves=curves_of(r) if args.curves else None) for r in found]
-    merged = results.write_record(args.record, entries)
-    for e in entries:
+    merged = results.write_record(args.record, entries, join_seeds=args.add_seeds)
+    new_paths = {p for e in entries for p in e["paths"]}
+    for e in [m for m in merged if new_paths & set(m["paths"])]:
         print(f"recorded {e['algorithm']} on {e['problem']} (T = {e['T']}, seeds {plots.seed_span(e['seeds'])}, "
               f"written {e['written']})")
     print(f"{args.record}: {len(merged)} results")

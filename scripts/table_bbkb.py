@@ -16,6 +16,9 @@ at least t steps, R_t / R_t^unif and one seed's time up to t (the exact GP metho
 others run to 10⁴, so ``--at 2000`` compares them at equal t)::
 
     python scripts/table_bbkb.py --results results/paper/tabular_poster --at 2000
+
+A regret record (``scripts/record_regret.py --curves``) is read where a result set is, ``--at`` then at one of its
+recorded steps.
 """
 from __future__ import annotations
 
@@ -54,12 +57,14 @@ def certificate(res, key: str) -> np.ndarray | None:
 
 
 def at_step(res, t: int | None) -> dict:
-    """R_t / R_t^unif (mean ± sd) and one seed's time up to step t, None where t is not given or beyond T."""
+    """R_t / R_t^unif (mean ± sd) and one seed's time up to step t, None where t is not given or beyond T. Of a
+    regret record's result, t must be one of its recorded steps (`plots.time_up_to`'s ValueError)."""
     if t is None or t > res.T:
         return {"at_t": t, "ratio_at_t_mean": None, "ratio_at_t_std": None, "exec_s_at_t": None}
-    ratio = plots.regret_ratio(res)[:, t - 1]
+    exec_s = plots.time_up_to(res, t)
+    ratio = plots.regret_ratio(res)[:, int(np.flatnonzero(plots.steps(res) == t)[0])]
     return {"at_t": t, "ratio_at_t_mean": float(np.mean(ratio)), "ratio_at_t_std": float(np.std(ratio)),
-            "exec_s_at_t": plots.time_up_to(res, t)}
+            "exec_s_at_t": exec_s}
 
 
 def row(res, at: int | None = None) -> dict:

@@ -237,6 +237,71 @@ def test_runs_of_one_config_on_disjoint_seeds_read_as_one_result(tmp_path, capsy
     assert [c["d_eff"] for c in joined.summary["certificates"]] == [1.0, 2.0, 3.0]
 
 
+class ThirdSeed(Fake):
+    """Seed 2 alone of Fake's job (``seed=2 n_seeds=1``), with its own regrets and round times, grown to larger
+    capacities than seeds 0-1."""
+
+    seeds, n_seeds = [2], 1
+    traces = {key: value[1:] * 3 for key, value in Fake.traces.items()}
+    round_time_s = np.array([1.0, 2.0])
+    cumulative_regret, regret_ratio = Fake.cumulative_regret[1:] * 3, Fake.regret_ratio[1:] * 3
+    n_batches, max_batch_size, max_dict_size = Fake.n_batches[1:], Fake.max_batch_size[1:], Fake.max_dict_size[1:]
+    wall_time_s = 4.0
+    certificates = [{"d_eff": 3.0}]
+    hyperparameters = {**Fake.hyperparameters, "m_max_final": 147}
+
+
+def test_a_job_recorded_slice_by_slice_equals_the_job_recorded_whole(tmp_path):
+    """record_regret.py --add-seeds: seeds 0-1 recorded in one session (their directory gone since) and seed 2
+    in another join into the entry that recording both directories at once makes (R_t, curves, per-seed lists,
+    summed times, one seed's time weighted by the seed counts, the largest capacity); recording seed 2 again,
+    or seeds 0-2 whole, changes nothing; a slice that shares only some seeds, or another job's, is not joined."""
+    record_regret = load_module(SCRIPTS / "record_regret.py")
+    config = {"seed_axis": "map", "algorithm": {"name": "bbkb", "qbar": 2.0}}
+    first = type("F", (Fake,), {"certificates": [{"d_eff": 1.0}, {"d_eff": 2.0}],
+                                "hyperparameters": {**Fake.hyperparameters, "m_max_final": 96}})
+    tracking.write_results(tmp_path / "both" / "a", first(), {**config, "seed": 0, "n_seeds": 2})
+    tracking.write_results(tmp_path / "both" / "b", ThirdSeed(), {**config, "seed": 2, "n_seeds": 1})
+    whole = tmp_path / "whole.json"
+    record_regret.main(["--results", str(tmp_path / "both"), "--record", str(whole), "--curves"])
+    sliced = tmp_path / "sliced.json"
+    for part in ("a", "b", "b"):  # session 1 records seeds 0-1; session 2 seed 2, twice
+        record_regret.main(["--results", str(tmp_path / "both" / part), "--record", str(sliced), "--curves",
+                            "--add-seeds"])
+    (want,), (got,) = results.read_record(whole), results.read_record(sliced)
+    assert got["seeds"] == [0, 1, 2] and got["hyperparameters"]["m_max_final"] == 147
+    for key in sorted(set(want) | set(got)):
+        if key in ("wall_time_s", "exec_s_per_seed"):
+            assert got[key] == pytest.approx(want[key]), key
+        else:
+            assert got[key] == want[key], key
+    assert got["exec_s_per_seed"] == pytest.approx((2 * 0.3 + 3.0) / 3)
+    (res,) = plots.load_results(sliced)
+    np.testing.assert_allclose(plots.cumulative_regret(res)[:, -1], [3.0, 2.0, 6.0])
+    record_regret.main(["--results", str(tmp_path / "both"), "--record", str(sliced), "--curves", "--add-seeds"])
+    assert results.read_record(sliced) == [want]
+    # seeds 1-2 beside recorded seeds 0-1: an error, the record untouched
+    tracking.write_results(tmp_path / "overlap" / "b", type("O", (ThirdSeed,), {"seeds": [1, 2], "n_seeds": 2,
+        "cumulative_regret": np.array([1.0, 2.0]), "regret_ratio": np.array([0.4, 0.8]),
+        "n_batches": Fake.n_batches, "max_batch_size": Fake.max_batch_size, "max_dict_size": Fake.max_dict_size,
+        "traces": Fake.traces, "certificates": [{"d_eff": 1.0}, {"d_eff": 2.0}]})(), {**config, "seed": 1, "n_seeds": 2})
+    partial = tmp_path / "partial.json"
+    record_regret.main(["--results", str(tmp_path / "both" / "a"), "--record", str(partial), "--add-seeds"])
+    before = partial.read_text()
+    with pytest.raises(plots.ResultsError, match="share some but not all seeds with the recorded seeds 0-1"):
+        record_regret.main(["--results", str(tmp_path / "overlap"), "--record", str(partial), "--add-seeds"])
+    assert partial.read_text() == before
+    # another job (qbar = 5) on seed 2 gets its own entry
+    other = type("Q", (ThirdSeed,), {"hyperparameters": {**ThirdSeed.hyperparameters, "qbar": 5.0}})
+    tracking.write_results(tmp_path / "other" / "b", other(), {**config, "seed": 2, "n_seeds": 1})
+    record_regret.main(["--results", str(tmp_path / "other"), "--record", str(partial), "--add-seeds"])
+    assert sorted(e["seeds"] for e in results.read_record(partial)) == [[0, 1], [2]]
+    # entries that differ in anything but their seeds, times and capacities do not join
+    a, b = results.read_record(whole)[0], dict(results.read_record(partial)[0], seeds=[7], dtype="float32")
+    with pytest.raises(plots.ResultsError, match="differ in 'dtype'"):
+        results.join_entries([a, b])
+
+
 class FakeGSSBO(Fake):
     """Fake as a continuous-domain run: GSSBO with its subset rule on Hartmann6."""
 
@@ -279,6 +344,25 @@ def test_a_regret_record_keeps_the_curves_and_summary_and_draws_fig2(tmp_path):
         assert plots.time_up_to(res, 3) == pytest.approx(plots.time_up_to(full[algorithm], 3), rel=1e-5)
         with pytest.raises(ValueError, match="t = 6 is not a step"):
             plots.time_up_to(res, 6)
+    # BBKB's table reads a record as it reads the runs, --at at a recorded step included (T = 300: every 3rd kept)
+    class Long(FakeGSSBO):
+        T, round_time_s = 300, np.full(300, 0.01)
+        traces = {"query": np.zeros((2, 300), int), "reward": np.zeros((2, 300)),
+                  "instant_regret": np.stack([np.linspace(1.0, 0.0, 300), np.linspace(0.5, 0.0, 300)]),
+                  "batch_index": np.tile(np.arange(300), (2, 1)), "dict_size": np.ones((2, 300), int)}
+        cumulative_regret = traces["instant_regret"].sum(axis=1)
+        regret_ratio = cumulative_regret / (300 * 0.5)
+
+    tracking.write_results(tmp_path / "long" / "gssbo", Long(), {"seed_axis": "map"})
+    record_regret.main(["--results", str(tmp_path / "long"), "--record", str(tmp_path / "long.json"), "--curves"])
+    table_bbkb = load_module(SCRIPTS / "table_bbkb.py")
+    from_runs, from_record = (table_bbkb.main(["--results", str(src), "--at", "120"])
+                              for src in (tmp_path / "long", tmp_path / "long.json"))
+    assert [r["algorithm"] for r in from_record] == [r["algorithm"] for r in from_runs] == ["gssbo"]
+    assert from_runs[0]["ratio_at_t_mean"] != pytest.approx(from_runs[0]["ratio_mean"])
+    for a, b in zip(from_runs, from_record):
+        for key in ("ratio_mean", "ratio_at_t_mean", "ratio_at_t_std", "exec_s_at_t", "exec_s_per_seed"):
+            assert b[key] == pytest.approx(a[key], rel=1e-5), key
     # a re-run of GSSBO replaces its entry; RSSBO's stays
     class Again(FakeGSSBO):
         cumulative_regret = Fake.cumulative_regret * 2

@@ -183,60 +183,6 @@ def test_curves_of_seeds_sharded_over_devices_are_one_seeds_time(tmp_path):
     np.testing.assert_allclose(plots.cumulative_time(res), [[0.1, 0.3, 0.3, 0.6, 0.6], [0.1, 0.1, 0.1, 0.3, 0.3]])
 
 
-def test_runs_of_one_config_on_disjoint_seeds_read_as_one_result(tmp_path, capsys):
-    """Seeds 0-1 and seed 2 of one config (written by ``seed=0 n_seeds=2`` and ``seed=2 n_seeds=1``) load as one
-    3-seed result: per-seed traces and summary lists in seed order, each part's round times for its own seeds.
-    Of overlapping runs only a chain of consecutive ones is joined; another config or another device is not."""
-    class Third(Fake):
-        seeds, n_seeds = [2], 1
-        traces = {key: value[1:] * 3 for key, value in Fake.traces.items()}
-        round_time_s = np.array([1.0, 2.0])
-        cumulative_regret, regret_ratio = Fake.cumulative_regret[1:] * 3, Fake.regret_ratio[1:] * 3
-        n_batches, max_batch_size, max_dict_size = Fake.n_batches[1:], Fake.max_batch_size[1:], Fake.max_dict_size[1:]
-        wall_time_s = 4.0
-
-    config = {"seed_axis": "map", "algorithm": {"name": "bbkb", "qbar": 2.0}, "progress": True}
-    tracking.write_results(tmp_path / "a", Fake(), {**config, "seed": 0, "n_seeds": 2})
-    tracking.write_results(tmp_path / "b", Third(), {**config, "seed": 2, "n_seeds": 1, "progress": False})
-    (res,) = plots.load_results(tmp_path)
-    assert res.n_seeds == 3 and res.summary["seeds"] == [0, 1, 2] and [p.path for p in res.parts] == [
-        tmp_path / "a", tmp_path / "b"]
-    assert "seeds 0-1 (" in capsys.readouterr().err
-    np.testing.assert_allclose(plots.cumulative_regret(res)[:, -1], [3.0, 2.0, 6.0])
-    np.testing.assert_allclose(res.summary["cumulative_regret"], [3.0, 2.0, 6.0])
-    assert res.summary["wall_time_s"] == pytest.approx(5.0)
-    # seeds in sequence: Fake's rounds 0.6 s for two seeds (0.3 each), Third's 3.0 s for its one seed
-    np.testing.assert_allclose(plots.cumulative_time(res)[2], [1.0, 1.0, 1.0, 3.0, 3.0])
-    np.testing.assert_allclose(plots.cumulative_time(res)[0], [0.05, 0.15, 0.15, 0.3, 0.3])
-    assert plots.run_time(res) == pytest.approx((2 * 0.3 + 3.0) / 3)
-    for other, change in (("overlap", {"seed": 1}), ("qbar", {"algorithm": {"name": "bbkb", "qbar": 5.0}})):
-        root = tmp_path / other
-        tracking.write_results(root / "a", Fake(), {**config, "seed": 0, "n_seeds": 2})
-        third = type("T", (Third,), {"seeds": [1]} if other == "overlap" else {})
-        tracking.write_results(root / "b", third(), {**config, "seed": 2, "n_seeds": 1, **change})
-        assert sorted(r.n_seeds for r in plots.load_results(root)) == [1, 2]
-    # seeds 0-1, 1 and 2: the chain 0-1 + 2 is joined (what reproduce.py counts as complete), seed 1 stays apart
-    root = tmp_path / "chain"
-    tracking.write_results(root / "a", Fake(), {**config, "seed": 0, "n_seeds": 2})
-    tracking.write_results(root / "b", type("B", (Third,), {"seeds": [1]})(), {**config, "seed": 1, "n_seeds": 1})
-    tracking.write_results(root / "c", Third(), {**config, "seed": 2, "n_seeds": 1})
-    loaded = plots.load_results(root)
-    assert sorted((r.n_seeds, r.summary["seeds"]) for r in loaded) == [(1, [1]), (3, [0, 1, 2])]
-    assert [p.path for p in plots.pick(loaded, "gp_sample", "bbkb").parts] == [root / "a", root / "c"]
-    tracking.write_results(tmp_path / "gpu" / "a", Fake(), {**config, "seed": 0, "n_seeds": 2})
-    gpu = type("G", (Third,), {"device": "gpu:cuda"})
-    tracking.write_results(tmp_path / "gpu" / "b", gpu(), {**config, "seed": 2, "n_seeds": 1})
-    assert sorted(r.n_seeds for r in plots.load_results(tmp_path / "gpu")) == [1, 2]
-    # the theory certificates, one per seed, join as the per-seed lists do
-    certified = tmp_path / "certs"
-    with_certs = type("A", (Fake,), {"certificates": [{"d_eff": 1.0}, {"d_eff": 2.0}]})
-    tracking.write_results(certified / "a", with_certs(), {**config, "seed": 0, "n_seeds": 2})
-    tracking.write_results(certified / "b", type("C", (Third,), {"certificates": [{"d_eff": 3.0}]})(),
-                           {**config, "seed": 2, "n_seeds": 1})
-    (joined,) = plots.load_results(certified)
-    assert [c["d_eff"] for c in joined.summary["certificates"]] == [1.0, 2.0, 3.0]
-
-
 class ThirdSeed(Fake):
     """Seed 2 alone of Fake's job (``seed=2 n_seeds=1``), with its own regrets and round times, grown to larger
     capacities than seeds 0-1."""
@@ -249,6 +195,52 @@ class ThirdSeed(Fake):
     wall_time_s = 4.0
     certificates = [{"d_eff": 3.0}]
     hyperparameters = {**Fake.hyperparameters, "m_max_final": 147}
+
+
+def test_runs_of_one_config_on_disjoint_seeds_read_as_one_result(tmp_path, capsys):
+    """Seeds 0-1 and seed 2 of one config (written by ``seed=0 n_seeds=2`` and ``seed=2 n_seeds=1``) load as one
+    3-seed result: per-seed traces and summary lists in seed order, each part's round times for its own seeds.
+    Of overlapping runs only a chain of consecutive ones is joined; another config or another device is not."""
+    config = {"seed_axis": "map", "algorithm": {"name": "bbkb", "qbar": 2.0}, "progress": True}
+    tracking.write_results(tmp_path / "a", Fake(), {**config, "seed": 0, "n_seeds": 2})
+    tracking.write_results(tmp_path / "b", ThirdSeed(), {**config, "seed": 2, "n_seeds": 1, "progress": False})
+    (res,) = plots.load_results(tmp_path)
+    assert res.n_seeds == 3 and res.summary["seeds"] == [0, 1, 2] and [p.path for p in res.parts] == [
+        tmp_path / "a", tmp_path / "b"]
+    assert "seeds 0-1 (" in capsys.readouterr().err
+    np.testing.assert_allclose(plots.cumulative_regret(res)[:, -1], [3.0, 2.0, 6.0])
+    np.testing.assert_allclose(res.summary["cumulative_regret"], [3.0, 2.0, 6.0])
+    assert res.summary["wall_time_s"] == pytest.approx(5.0)
+    # seeds in sequence: Fake's rounds 0.6 s for two seeds (0.3 each), ThirdSeed's 3.0 s for its one seed
+    np.testing.assert_allclose(plots.cumulative_time(res)[2], [1.0, 1.0, 1.0, 3.0, 3.0])
+    np.testing.assert_allclose(plots.cumulative_time(res)[0], [0.05, 0.15, 0.15, 0.3, 0.3])
+    assert plots.run_time(res) == pytest.approx((2 * 0.3 + 3.0) / 3)
+    for other, change in (("overlap", {"seed": 1}), ("qbar", {"algorithm": {"name": "bbkb", "qbar": 5.0}})):
+        root = tmp_path / other
+        tracking.write_results(root / "a", Fake(), {**config, "seed": 0, "n_seeds": 2})
+        third = type("T", (ThirdSeed,), {"seeds": [1]} if other == "overlap" else {})
+        tracking.write_results(root / "b", third(), {**config, "seed": 2, "n_seeds": 1, **change})
+        assert sorted(r.n_seeds for r in plots.load_results(root)) == [1, 2]
+    # seeds 0-1, 1 and 2: the chain 0-1 + 2 is joined (what reproduce.py counts as complete), seed 1 stays apart
+    root = tmp_path / "chain"
+    tracking.write_results(root / "a", Fake(), {**config, "seed": 0, "n_seeds": 2})
+    tracking.write_results(root / "b", type("B", (ThirdSeed,), {"seeds": [1]})(), {**config, "seed": 1, "n_seeds": 1})
+    tracking.write_results(root / "c", ThirdSeed(), {**config, "seed": 2, "n_seeds": 1})
+    loaded = plots.load_results(root)
+    assert sorted((r.n_seeds, r.summary["seeds"]) for r in loaded) == [(1, [1]), (3, [0, 1, 2])]
+    assert [p.path for p in plots.pick(loaded, "gp_sample", "bbkb").parts] == [root / "a", root / "c"]
+    tracking.write_results(tmp_path / "gpu" / "a", Fake(), {**config, "seed": 0, "n_seeds": 2})
+    gpu = type("G", (ThirdSeed,), {"device": "gpu:cuda"})
+    tracking.write_results(tmp_path / "gpu" / "b", gpu(), {**config, "seed": 2, "n_seeds": 1})
+    assert sorted(r.n_seeds for r in plots.load_results(tmp_path / "gpu")) == [1, 2]
+    # the theory certificates, one per seed, join as the per-seed lists do
+    certified = tmp_path / "certs"
+    with_certs = type("A", (Fake,), {"certificates": [{"d_eff": 1.0}, {"d_eff": 2.0}]})
+    tracking.write_results(certified / "a", with_certs(), {**config, "seed": 0, "n_seeds": 2})
+    tracking.write_results(certified / "b", type("C", (ThirdSeed,), {"certificates": [{"d_eff": 3.0}]})(),
+                           {**config, "seed": 2, "n_seeds": 1})
+    (joined,) = plots.load_results(certified)
+    assert [c["d_eff"] for c in joined.summary["certificates"]] == [1.0, 2.0, 3.0]
 
 
 def test_a_job_recorded_slice_by_slice_equals_the_job_recorded_whole(tmp_path):

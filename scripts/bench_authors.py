@@ -598,7 +598,8 @@ def main_speed(args) -> dict:
     out = {"meta": {**meta, "command": [Path(sys.argv[0]).name] + sys.argv[1:], "authors_repo": AUTHORS_REPO},
            "problem": args.problem, "T": args.T, "repeats": args.repeats, **result}
     if args.out is not None:
-        args.out.write_text(json.dumps(out, indent=2) + "\n")
+        from sketchbo.engine.files import atomic_write_json  # noqa: PLC0415  (written whole)
+        atomic_write_json(args.out, out, indent=2)
         print(f"wrote {args.out}")
     return out
 
@@ -658,7 +659,8 @@ def main(argv=None) -> dict:
                "problem": args.problem, "T": args.T, "n_seeds": args.seeds, "protocol": proto, "R_unif": r_unif,
                "sketchbo_compile_s": compile_s, "summaries": summaries}
     if args.out is not None:
-        args.out.write_text(json.dumps(results, indent=2) + "\n")
+        from sketchbo.engine.files import atomic_write_json  # noqa: PLC0415  (written whole)
+        atomic_write_json(args.out, results, indent=2)
         print(f"wrote {args.out}")
     return results
 

@@ -238,11 +238,13 @@ def main(argv=None) -> dict:
                               f"model {row['max_model']}, batches {row['n_batches']}, load {row['load_after'][0]:.2f}",
                               flush=True)
                         args.out.parent.mkdir(parents=True, exist_ok=True)
-                        args.out.write_text(json.dumps(record, indent=1) + "\n")  # partial record as it goes
+                        from sketchbo.engine.files import atomic_write_json  # noqa: PLC0415  (written whole)
+                        atomic_write_json(args.out, record, indent=1)  # partial record as it goes
     record["machine"]["load_avg_end"] = list(os.getloadavg())
     record["date_end"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=1) + "\n")
+    from sketchbo.engine.files import atomic_write_json  # noqa: PLC0415  (written whole)
+    atomic_write_json(args.out, record, indent=1)
     if code != REPO:
         import shutil
 

@@ -173,7 +173,8 @@ def main(argv=None) -> dict:
                     "command": [Path(sys.argv[0]).name] + list(argv if argv is not None else sys.argv[1:])},
            "job": job, "sources": {k: v for k, v in sources.items()}, "results": results}
     if args.out is not None:
-        args.out.write_text(json.dumps(out, indent=2) + "\n")
+        from sketchbo.engine.files import atomic_write_json  # noqa: PLC0415  (written whole)
+        atomic_write_json(args.out, out, indent=2)
         print(f"wrote {args.out}")
     return out
 

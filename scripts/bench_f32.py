@@ -13,7 +13,6 @@ difference with its standard error. Times are not its subject (see ``scripts/ben
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -59,7 +58,8 @@ def main(argv=None) -> dict:
     out = {"meta": meta, "problem": args.problem, "T": args.T, "n_seeds": args.seeds, "protocol": proto,
            "ratios": ratios, "summary": summary}
     if args.out is not None:
-        args.out.write_text(json.dumps(out, indent=1) + "\n")
+        from sketchbo.engine.files import atomic_write_json  # noqa: PLC0415  (written whole)
+        atomic_write_json(args.out, out, indent=1)
         print(f"wrote {args.out}")
     return out
 

@@ -14,7 +14,6 @@ identical. Timings depend on the load: the load average is recorded; run it on a
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -83,7 +82,8 @@ def main(argv=None) -> None:
     print(table(rows))
     print(f"load average start {info['load_avg_start']}, end {info['load_avg_end']}; {info['device']}")
     if args.out is not None:
-        args.out.write_text(json.dumps({"machine": info, "rows": rows}, indent=1))
+        from sketchbo.engine.files import atomic_write_json  # noqa: PLC0415  (written whole)
+        atomic_write_json(args.out, {"machine": info, "rows": rows}, indent=1)
 
 
 if __name__ == "__main__":

@@ -145,7 +145,8 @@ def main(argv=None) -> dict | None:
               f" {last_slope(res['rows']):.2f} between the two largest"
               f" (paper: {PAPER_RATE[algorithm]})")
     if args.out is not None:
-        args.out.write_text(json.dumps(record, indent=2) + "\n")
+        from sketchbo.engine.files import atomic_write_json  # noqa: PLC0415  (written whole)
+        atomic_write_json(args.out, record, indent=2)
         print(f"wrote {args.out}")
     return record
 

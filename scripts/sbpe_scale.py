@@ -254,7 +254,8 @@ def main(argv=None) -> dict | None:
         record = {"meta": meta, **measure_box(args.seeds, log)}
         record["meta"].update(total_s=time.perf_counter() - t0, load_avg_end=os.getloadavg()[0])
         if args.out is not None:
-            args.out.write_text(json.dumps(record, indent=2) + "\n")
+            from sketchbo.engine.files import atomic_write_json  # noqa: PLC0415  (written whole)
+            atomic_write_json(args.out, record, indent=2)
             print(f"wrote {args.out}")
         return record
     problem = sb.make_problem(**PROBLEM)
@@ -272,7 +273,8 @@ def main(argv=None) -> dict | None:
               f"({res['fit']['last_slope']:.2f} between the two largest); rate sqrt(gamma_N N): "
               f"{record['rate_fit']['slope']:.2f}")
     if args.out is not None:
-        args.out.write_text(json.dumps(record, indent=2) + "\n")
+        from sketchbo.engine.files import atomic_write_json  # noqa: PLC0415  (written whole)
+        atomic_write_json(args.out, record, indent=2)
         print(f"wrote {args.out}")
     return record
 

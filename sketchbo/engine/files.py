@@ -74,9 +74,9 @@ def remove_temporaries(directory) -> list[Path]:
     return stale
 
 
-def atomic_write_json(path, obj) -> Path:
-    """Write ``obj`` (numpy values allowed) as indented JSON to ``path`` atomically."""
-    text = json.dumps(to_jsonable(obj), indent=2, allow_nan=True) + "\n"
+def atomic_write_json(path, obj, indent: int = 2) -> Path:
+    """Write ``obj`` (numpy values allowed) as JSON indented by ``indent`` to ``path`` atomically."""
+    text = json.dumps(to_jsonable(obj), indent=indent, allow_nan=True) + "\n"
     return atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
 
 

@@ -369,6 +369,36 @@ def test_finite_programs_compiled_with_the_fast_cpu_options_give_the_same_trajec
         np.testing.assert_array_equal(fast.traces[name], default.traces[name], err_msg=name)
 
 
+@pytest.mark.parametrize("algorithm", ["bbkb", "gssbo"])
+def test_programs_lowered_without_source_tracebacks_give_the_same_trajectories(monkeypatch, algorithm):
+    """program.lean_locations drops the Python traceback chains JAX attaches to each lowered operation (debug
+    information only): a finite and a box run are the same to the last bit with them kept
+    (SKETCHBO_SOURCE_LOCATIONS=1), and a program lowered in the context has none while one outside has them."""
+    import jax
+    import jax.numpy as jnp
+
+    def inner(x):
+        return jnp.sin(x) * 2.0
+
+    def lowered_text():  # a new function each time: JAX caches a function's lowering
+        return jax.jit(lambda x: inner(x) + 1.0).lower(1.0).as_text(debug_info=True)
+
+    with program.lean_locations():
+        assert "callsite(" not in lowered_text()
+    monkeypatch.setenv(program.SOURCE_LOCATIONS_ENV, "1")
+    with program.lean_locations():
+        assert "callsite(" in lowered_text()
+    problem, kw = (SMALL, {}) if algorithm == "bbkb" else (make_problem("hartmann6"), {
+        "params": {"n0": 5, "n_uniform": 64, "n_local": 16, "fit_steps": 3, "acq_steps": 3}})
+    runs = []
+    for keep in ("1", "0"):
+        monkeypatch.setenv(program.SOURCE_LOCATIONS_ENV, keep)
+        monkeypatch.setattr(program, "_PROGRAMS", {})
+        runs.append(run(algorithm, problem, T=12 if algorithm == "gssbo" else 60, n_seeds=2, progress=False, **kw))
+    for name in runs[0].traces:
+        np.testing.assert_array_equal(runs[0].traces[name], runs[1].traces[name], err_msg=name)
+
+
 def test_compiler_options_this_xla_does_not_have_fall_back_to_its_defaults():
     import jax
     import jax.numpy as jnp

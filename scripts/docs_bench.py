@@ -493,9 +493,10 @@ def _compile_runs(label: str, kind: str) -> list:
 def compile_table() -> str:
     """scripts/bench_compile.py: per program, tracing, lowering and XLA's compilation, before and after the change."""
     d = load("bench_compile_cadata")
-    names = {"before": "before", "this": "after"}  # the commits: the record's provenance line
+    # the checkouts measured (their commits: the record's provenance line), in the record's order
+    names = {"before": "before", "tracebacks": "with tracebacks", "this": "after"}
     rows = []
-    for label in ("before", "this"):
+    for label in d["results"]:
         cold = _compile_runs(label, "cold")
         for prog, short in (("jit(init_all)", "init"), ("jit(chunk_all)", "chunk")):
             p = [r["programs"][prog] for r in cold]

@@ -2,7 +2,7 @@
 
 Per result found (runs of one config on disjoint seeds read as one), the record keeps its ``summary.json``
 without the config, the UTC date it was written, one seed's execution time (``sketchbo.cli.plots.run_time``) and
-R_t of every seed at 101 steps (1 and every T/100-th) (``sketchbo.cli.results.write_record``). A job already in the record (same
+R_t of every seed at 101 steps (1 and every T/100-th) (``sketchbo.cli.records.write_record``). A job already in the record (same
 algorithm, problem, T and hyperparameters) is replaced, every other entry kept, so a figure whose jobs ran in
 several sessions is recorded as they finish. The plot and table scripts read a record where they read a result
 set, e.g. GSSBO's Fig. 2::
@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sketchbo.cli import plots, results
+from sketchbo.cli import plots, records
 
 HINT = "run the figure's jobs first (scripts/reproduce.sh)"
 
@@ -61,9 +61,9 @@ def main(argv=None) -> list[dict]:
     found = [r for r in plots.load_results(args.results, HINT) if args.problem is None or r.problem in args.problem]
     if not found:
         raise plots.ResultsError(f"no results of {args.problem} under {args.results}; {HINT}")
-    entries = [results.record_entry(r, plots.cumulative_regret(r), plots.run_time(r),
+    entries = [records.record_entry(r, plots.cumulative_regret(r), plots.run_time(r),
                                     curves=curves_of(r) if args.curves else None) for r in found]
-    merged = results.write_record(args.record, entries, join_seeds=args.add_seeds)
+    merged = records.write_record(args.record, entries, join_seeds=args.add_seeds)
     new_paths = {p for e in entries for p in e["paths"]}
     for e in [m for m in merged if new_paths & set(m["paths"])]:
         print(f"recorded {e['algorithm']} on {e['problem']} (T = {e['T']}, seeds {plots.seed_span(e['seeds'])}, "

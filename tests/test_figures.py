@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-from sketchbo.cli import plots, results, tracking
+from sketchbo.cli import plots, records, results, tracking
 from sketchbo.cli.app import CONFIG_DIR, algorithm_configs, check_hyperparameters
 from sketchbo.gp import nystrom
 from sketchbo.kernels import get_kernel, kernel_params
@@ -291,7 +291,7 @@ def test_a_job_recorded_slice_by_slice_equals_the_job_recorded_whole(tmp_path):
     # entries that differ in anything but their seeds, times and capacities do not join
     a, b = results.read_record(whole)[0], dict(results.read_record(partial)[0], seeds=[7], dtype="float32")
     with pytest.raises(plots.ResultsError, match="differ in 'dtype'"):
-        results.join_entries([a, b])
+        records.join_entries([a, b])
 
 
 class FakeGSSBO(Fake):

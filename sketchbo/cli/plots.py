@@ -2,7 +2,7 @@
 
 The plot scripts read only what runs wrote (``summary.json`` and ``traces.npz`` of every result
 directory, docs/guide.md#outputs; the BKB Fig. 1 ``.npz``), or a committed regret record of them
-(``sketchbo.cli.results.write_record``: R_t at 101 steps), never the W&B API, so figures work offline and can be
+(``sketchbo.cli.records.write_record``: R_t at 101 steps), never the W&B API, so figures work offline and can be
 redrawn without recomputing anything.
 
 Per-step curves of a result (arrays of shape (n_seeds, T), step t = 1..T):

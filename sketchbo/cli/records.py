@@ -55,6 +55,8 @@ def record_key(entry: dict) -> str:
 
 # What a record entry holds per seed besides `SUMMARY_PER_SEED_KEYS` (``regret`` and every curve: a row per seed)
 ENTRY_PER_SEED_KEYS = ("seeds", *SUMMARY_PER_SEED_KEYS, "regret")
+
+
 def seed_free_key(entry: dict) -> str:
     """What the entries of one job's seed slices share: algorithm, problem, T, device, dtype and the
     hyperparameters but the capacities each slice grew to (`CAPACITY_KEYS`)."""

@@ -196,8 +196,8 @@ SOURCE_LOCATIONS_ENV = "SKETCHBO_SOURCE_LOCATIONS"
 def lean_locations():
     """A context (in this thread) in which JAX lowers without the Python traceback of each operation (its source
     locations, up to 100 frames each by default, which become stack-frame tables in the XLA program): debug
-    information only, the compiled code is the same, while the program XLA reads is a third smaller and compiles
-    faster (docs/benchmarks.md#compile-time). ``SKETCHBO_SOURCE_LOCATIONS=1`` keeps them (e.g. for a profile that
+    information only, the compiled code is the same, while the program XLA reads is a third smaller (BBKB's
+    chunk on Cadata) and compiles a little faster (docs/changelog.md). ``SKETCHBO_SOURCE_LOCATIONS=1`` keeps them (e.g. for a profile that
     names source lines); a JAX without these options changes nothing."""
     stack = contextlib.ExitStack()
     if os.environ.get(SOURCE_LOCATIONS_ENV, "").strip() in ("1", "true", "yes"):

@@ -362,7 +362,7 @@ def group_accelerator(suite: Suite, cfg: dict) -> dict:
     axis = "map" if jax.default_backend() == "cpu" else "vmap"  # the runner's default (seed_axis="auto")
     for name, problem, algorithm, T in protocol_cases(suite, cfg):
         for S in accel_seeds(cfg):
-            for dtype in ("float64", "float32"):
+            for dtype in cfg.get("accel_dtypes", ("float64", "float32")):
                 busy = GpuBusy()
                 row = suite.case("accelerator", algorithm, problem, T, S, axis, dtype)
                 res = suite.result(algorithm, problem, T, S, seed_axis=axis, dtype=dtype)[0]
@@ -508,6 +508,8 @@ def parse_args(argv):
     ap.add_argument("--seeds", type=seed_list, default=None,
                     help="S of the seeds and dtype groups (default 10); a comma-separated list (1,10,100) gives the "
                          "accelerator group's seed counts, the others use the last")
+    ap.add_argument("--dtypes", nargs="+", choices=("float64", "float32"), default=None,
+                    help="dtypes of the accelerator group (default float64 float32)")
     ap.add_argument("--T", type=int, default=None, help="horizon of every protocols/seeds/dtype run "
                     f"(default {LONG_T['bbkb']} for bbkb and bbkb_local, {SHORT_T} for the others)")
     ap.add_argument("--gp-A", type=int, nargs="+", default=None, help="arms of the gp_sample group")
@@ -547,6 +549,8 @@ def config(args) -> dict:
     cfg = dict(QUICK if args.quick else FULL)
     if args.seeds is not None:
         cfg["seeds"], cfg["accel_seeds"] = args.seeds[-1], tuple(args.seeds)
+    if args.dtypes is not None:
+        cfg["accel_dtypes"] = tuple(args.dtypes)
     for key, value in (("T", args.T), ("gp_A", args.gp_A), ("gp_T", args.gp_T),
                        ("m", args.m), ("step_A", args.step_A)):
         if value is not None:

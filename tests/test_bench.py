@@ -178,6 +178,10 @@ def test_accelerator_table_on_cpu(tmp_path):
     assert "accelerator table" in proc.stdout and "n/a" in proc.stdout and "loop it. mean" in proc.stdout
     proc = run_script("bench.py", "--quick", "--only", "accelerator", "--seeds", "1,x", "--out", tmp_path / "x.json")
     assert proc.returncode == 2 and "comma-separated list of integers" in proc.stderr
+    proc = run_script("bench.py", "--quick", "--only", "accelerator", "--seeds", "1", "--dtypes", "float32", "--T", 40,
+                      "--out", out)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert [(r["n_seeds"], r["dtype"]) for r in json.loads(out.read_text())["runs"]] == [(1, "float32")]
 
 
 def load_script(name: str):
@@ -225,3 +229,29 @@ def test_float32_benchmark_records_both_dtypes_on_the_same_seeds(tmp_path):
     assert m["paired_diff_mean"] == pytest.approx((b - a).mean())
     bad = run_script("bench_f32.py", "--seeds", 1)
     assert bad.returncode != 0 and "--seeds >= 2" in bad.stderr
+
+
+def test_profile_summary_counts_device_kernels_and_their_busy_time():
+    """scripts/profile_accelerator.py: per-kernel sums and counts over the device's streams only, the busy time as
+    the union of overlapping kernels, the XLA modules; on a CPU trace the PjRt threads stand for the device."""
+    pa = load_script("profile_accelerator.py")
+    meta = [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}},
+            {"ph": "M", "pid": 2, "name": "process_name", "args": {"name": "/device:GPU:0"}}]
+    kernels = [(2, 7, 0.0, 10.0, "fusion_a", "jit_chunk_all"), (2, 8, 5.0, 10.0, "fusion_a", "jit_chunk_all"),
+               (2, 7, 30.0, 5.0, "gemm", "jit_init_all"), (1, 1, 0.0, 1000.0, "python_call", None)]
+    events = meta + [{"ph": "X", "pid": p, "tid": t, "ts": ts, "dur": d, "name": n,
+                      "args": {"hlo_module": m} if m else {}} for p, t, ts, d, n, m in kernels]
+    s = pa.summarise(events, top=5)
+    assert s["devices"] == ["/device:GPU:0"] and s["kernel_events"] == 3
+    assert s["kernel_s"] == pytest.approx(25e-6) and s["busy_s"] == pytest.approx(20e-6)  # [0, 15] and [30, 35]
+    assert s["span_s"] == pytest.approx(35e-6)
+    assert [(r["kernel"], r["count"]) for r in s["top"]] == [("fusion_a", 2), ("gemm", 1)]
+    assert s["top"][0]["share"] == pytest.approx(0.8)
+    assert {m["module"]: m["count"] for m in s["modules"]} == {"jit_chunk_all": 2, "jit_init_all": 1}
+    cpu = [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}},
+           {"ph": "M", "pid": 1, "tid": 1, "name": "thread_name", "args": {"name": "python"}},
+           {"ph": "M", "pid": 1, "tid": 2, "name": "thread_name", "args": {"name": "tf_XLAPjRtCpuClient/1"}},
+           {"ph": "X", "pid": 1, "tid": 1, "ts": 0.0, "dur": 100.0, "name": "python_call"},
+           {"ph": "X", "pid": 1, "tid": 2, "ts": 10.0, "dur": 4.0, "name": "ThunkExecutor::Execute"}]
+    s = pa.summarise(cpu, top=5)
+    assert s["devices"] == ["/host:CPU"] and s["kernel_events"] == 1 and s["busy_s"] == pytest.approx(4e-6)

@@ -80,10 +80,10 @@ TIMELINE_POINTS = 400  # points kept of a one-seed run's timeline
 FULL = {"problems": ("abalone", "cadata"), "algorithms": ALL_ALGORITHMS, "T": None, "seeds": 10,
         "gp_A": (1000, 10_000, 100_000), "gp_T": (1000, 10_000), "m": (32, 64, 128, 256, 512),
         "step_A": (1000, 10_000, 100_000), "step_m": 128, "step_problem": "cadata", "n_steps": 200, "repeats": 7,
-        "protocol_gp_A": 1000, "accel_seeds": None}
+        "protocol_gp_A": 1000, "accel_seeds": None, "accel_dtypes": ("float64", "float32")}
 QUICK = {"problems": ("gp_sample",), "algorithms": ("bbkb",), "T": 60, "seeds": 2, "gp_A": (300,), "gp_T": (60,),
          "m": (8, 16), "step_A": (150, 300), "step_m": 16, "step_problem": "gp_sample", "n_steps": 20, "repeats": 3,
-         "protocol_gp_A": 300, "accel_seeds": (1, 2)}
+         "protocol_gp_A": 300, "accel_seeds": (1, 2), "accel_dtypes": ("float64", "float32")}
 
 
 # ------------------------------------------------------------------------------------------ machine
@@ -362,7 +362,7 @@ def group_accelerator(suite: Suite, cfg: dict) -> dict:
     axis = "map" if jax.default_backend() == "cpu" else "vmap"  # the runner's default (seed_axis="auto")
     for name, problem, algorithm, T in protocol_cases(suite, cfg):
         for S in accel_seeds(cfg):
-            for dtype in cfg.get("accel_dtypes", ("float64", "float32")):
+            for dtype in cfg["accel_dtypes"]:
                 busy = GpuBusy()
                 row = suite.case("accelerator", algorithm, problem, T, S, axis, dtype)
                 res = suite.result(algorithm, problem, T, S, seed_axis=axis, dtype=dtype)[0]

@@ -252,6 +252,69 @@ def test_profile_summary_counts_device_kernels_and_their_busy_time():
            {"ph": "M", "pid": 1, "tid": 1, "name": "thread_name", "args": {"name": "python"}},
            {"ph": "M", "pid": 1, "tid": 2, "name": "thread_name", "args": {"name": "tf_XLAPjRtCpuClient/1"}},
            {"ph": "X", "pid": 1, "tid": 1, "ts": 0.0, "dur": 100.0, "name": "python_call"},
-           {"ph": "X", "pid": 1, "tid": 2, "ts": 10.0, "dur": 4.0, "name": "ThunkExecutor::Execute"}]
+           {"ph": "X", "pid": 1, "tid": 2, "ts": 10.0, "dur": 4.0, "name": "fusion.3"}]
     s = pa.summarise(cpu, top=5)
     assert s["devices"] == ["/host:CPU"] and s["kernel_events"] == 1 and s["busy_s"] == pytest.approx(4e-6)
+
+
+def test_profile_counts_a_cpu_thunk_by_its_own_time():
+    """On a CPU trace a control-flow thunk holds its branch's thunks: each counts its own time only, and the
+    executor's scheduling events and the compiler's threads are not kernels."""
+    pa = load_script("profile_accelerator.py")
+    meta = [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}}] + [
+        {"ph": "M", "pid": 1, "tid": t, "name": "thread_name", "args": {"name": n}}
+        for t, n in ((1, "python"), (2, "tf_XLAEigen/1"), (3, "tf_PjRtCompilerThreadPool/1"))]
+    spans = [(2, 0.0, 100.0, "ThunkExecutor::Execute"), (2, 0.0, 50.0, "cond.1"), (2, 10.0, 30.0, "ynn_fusion"),
+             (2, 60.0, 20.0, "dot.2"), (3, 0.0, 500.0, "Codegen"), (1, 0.0, 900.0, "python_call")]
+    events = meta + [{"ph": "X", "pid": 1, "tid": t, "ts": ts, "dur": d, "name": n} for t, ts, d, n in spans]
+    s = pa.summarise(events, top=5)
+    assert {r["kernel"]: round(r["s"] * 1e6, 6) for r in s["top"]} == {"cond.1": 20.0, "ynn_fusion": 30.0, "dot.2": 20.0}
+    assert s["kernel_events"] == 3 and s["kernel_s"] == pytest.approx(70e-6) and s["busy_s"] == pytest.approx(70e-6)
+
+
+def test_compile_phases_split_each_programs_xla_time_by_own_time():
+    """scripts/bench_compile.py: a program's compilation events (tagged with its module) and the events nested in
+    them: the phases' wall times, each pass by its own time, other programs and untagged events apart."""
+    bc = load_script("bench_compile.py")
+
+    def x(tid, ts, dur, event, **args):
+        return {"ph": "X", "pid": 1, "tid": tid, "ts": ts, "dur": dur, "name": event, "args": args}
+
+    events = [x(1, 0, 100, "HLO passes through layout assignment (jit_a)", module="jit_a"),
+              x(1, 10, 30, "simplification (jit_a)", module="jit_a"), x(1, 15, 20, "algsimp"),
+              x(1, 120, 100, "CpuCompiler::RunBackend", name="jit_a"), x(1, 130, 70, "Codegen"),
+              x(1, 130, 70, "JitCompiler::Compile"), x(1, 300, 10, "unrelated"),
+              x(2, 50, 40, "HLO passes after layout assignment (jit_b)", module="jit_b"), x(2, 60, 5, "algsimp")]
+    ph = bc.xla_phases(events)
+    assert set(ph) == {"jit_a", "jit_b"}
+    a = ph["jit_a"]
+    assert [a[k] for k in ("total_s", "hlo_passes_s", "backend_s", "codegen_s")] == pytest.approx(
+        [200e-6, 100e-6, 100e-6, 70e-6])
+    own = {n: (t, c) for n, t, c in a["passes"]}
+    assert own["HLO passes through layout assignment"] == (pytest.approx(70e-6, abs=1e-9), 1)
+    assert own["simplification"][0] == pytest.approx(10e-6, abs=1e-9) and own["algsimp"][0] == pytest.approx(20e-6)
+    assert own["JitCompiler::Compile"][0] == pytest.approx(70e-6) and own["Codegen"][0] == pytest.approx(0.0)
+    assert "unrelated" not in own and ph["jit_b"]["total_s"] == pytest.approx(40e-6)
+    assert {n: c for n, _, c in ph["jit_b"]["passes"]} == {"HLO passes after layout assignment": 1, "algsimp": 1}
+    line = bc.phase_table({"this": {"phases": [ph, ph]}})
+    assert "this jit_a: XLA 0.000 s" in line and "JitCompiler::Compile" in line
+
+
+def test_profile_names_a_kernel_by_its_hlo():
+    """A profiled kernel is described by its instruction in the optimized program: shape, opcode and what its fused
+    computation computes (or the library routine it calls); a GPU kernel's "_N" suffix stands for ".N"."""
+    pa = load_script("profile_accelerator.py")
+    text = "\n".join([
+        "%fused_computation.2 (p0: f64[20640,8], p1: f64[32,8]) -> f64[20640,32] {",
+        "  %dot.1 = f64[20640,32]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}",
+        "  ROOT %exp.7 = f64[20640,32]{1,0} exponential(%dot.1)",
+        "}",
+        "ENTRY %main.9 (a: f64[20640,8]) -> f64[20640,32] {",
+        "  %ynn_fusion.2 = f64[20640,32]{1,0} fusion(%a, %b), kind=kCustom, calls=%fused_computation.2",
+        '  %eigh.3 = (f64[32,32]{0,1}, f64[32]{0}) custom-call(%c), custom_call_target="lapack_dsyevd_ffi"',
+        "}"])
+    ins = pa.hlo_instructions(text)
+    assert pa.describe("ynn_fusion.2", ins) == "f64[20640,32]{1,0} fusion [dot, exponential]"
+    assert pa.describe("ynn_fusion_2", ins) == pa.describe("ynn_fusion.2", ins)
+    assert pa.describe("eigh.3", ins) == "(f64[32,32]{0,1}, f64[32]{0}) custom-call [lapack_dsyevd_ffi]"
+    assert pa.describe("fusion.9", ins) == ""

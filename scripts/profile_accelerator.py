@@ -212,7 +212,8 @@ def main(argv=None) -> dict:
     data = {"command": "python scripts/profile_accelerator.py " + " ".join(sys.argv[1:] if argv is None else argv),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "jax": jax.__version__, "device": f"{jax.default_backend()}:{jax.devices()[0].device_kind}",
-            "problem": args.problem, "seeds": args.seeds, "T": args.T, "dtype": args.dtype, "warm": args.warm,
+            "problem": args.problem, "arms": int(np.shape(problem.arms)[0]),
+            "batches": np.asarray(res.n_batches).tolist(), "seeds": args.seeds, "T": args.T, "dtype": args.dtype, "warm": args.warm,
             "wall_s": wall, "compile_s": float(res.compile_time_s), "exec_s": exec_s, "regret_ratio_mean": float(res.regret_ratio.mean()),
             "profile": summary}
     from sketchbo.engine.files import atomic_write_json  # noqa: PLC0415

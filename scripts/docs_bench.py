@@ -6,6 +6,8 @@ table or number computed here is never typed in the page. The records (experimen
 * ``bbkb_authors_abalone``, ``bbkb_authors_cadata`` — scripts/bench_authors.py, the authors' code beside ours;
 * ``bench_authors_speed`` — scripts/bench_authors.py --speed, the speed table (1 and 10 seeds, cold and warm);
 * ``bench_compile_cadata`` — scripts/bench_compile.py, where compilation goes, before and after issue 63;
+* ``compile_phases_cadata`` — scripts/bench_compile.py, XLA's phases and passes per program;
+* ``profile_cpu_cadata`` — scripts/profile_accelerator.py on the CPU, one seed's execution kernel by kernel;
 * ``time_vs_T_cadata`` — scripts/bench_time_vs_T.py, execution time against the horizon T;
 * ``bench_cpu_2026_11_27`` — scripts/bench.py's accelerator group on the 2-core CPU, one file per run;
 * ``accelerator_h200``, ``accelerator_h100`` — the same group on one GPU (and bench_eig's table on the H100);
@@ -341,9 +343,6 @@ def gssbo_values() -> dict:
     n300 = files["bench_gssbo_hartmann6_N300_estimate.json"]["rows"]
     run300 = next(r for r in n300 if r["algorithm"] == "std_gp_ucb")
     est300 = next(r for r in n300 if r["algorithm"].startswith("std_gp_ucb ("))
-    # the same GSSBO run (seed 0, N = 1000, same R_N to every digit) in two files measured at different times
-    g_est = next(r for r in files["bench_gssbo_hartmann6_N1000_estimate.json"]["rows"] if r["algorithm"] == "gssbo")
-    same = g_est["cumulative_regret"] == g["cumulative_regret"]
     vecchia_over = max((rows_by[p, "vecchia_bo"]["exec_s_per_seed"] / rows_by[p, "std_gp_ucb"]["exec_s_per_seed"], p)
                        for p in BOXES)
     return {
@@ -358,10 +357,6 @@ def gssbo_values() -> dict:
         "bench.gssbo.per_iter_growth": ratio(per[1000] / per[500]),
         "bench.gssbo.estimate_over_run_300": ratio(est300["exec_time_s"] / run300["exec_time_s"]),
         "bench.gssbo.fit_steps": str(rows_by["hartmann6", "std_gp_ucb"]["hyperparameters"]["fit_steps"]),
-        "bench.gssbo.same_run_slow": s(g_est["exec_time_s"]) + " s",
-        "bench.gssbo.same_run_fast": s(g["exec_time_s"]) + " s",
-        "bench.gssbo.same_run_ratio": ratio(g_est["exec_time_s"] / g["exec_time_s"]),
-        "bench.gssbo.same_run_regret": ("the same $R_N$ to every digit" if same else "a different $R_N$"),
         "bench.gssbo.vecchia_over": ratio(vecchia_over[0]),
         "bench.gssbo.vecchia_over_problem": PROBLEMS[vecchia_over[1]],
     }
@@ -512,6 +507,62 @@ def compile_table() -> str:
                                                         "T = 10^4, one seed, float64, a fresh process each."))
 
 
+PHASE_PROGRAMS = (("jit_init_all", "init"), ("jit_chunk_all", "chunk"))
+
+
+def _phases(module: str) -> tuple[dict, list]:
+    """The medians of a program's XLA phases over the record's profiled runs, and its first run's passes."""
+    recs = [p[module] for p in load("compile_phases_cadata")["results"]["this"]["phases"] if module in p]
+    return {k: median([r[k] for r in recs]) for k in ("total_s", "hlo_passes_s", "backend_s", "codegen_s")}, \
+        recs[0]["passes"]
+
+
+def compile_phases_table() -> str:
+    """scripts/bench_compile.py's profiled runs: per program, XLA's pass pipelines, its backend and LLVM's code
+    generation within it, and the events of the most own time."""
+    d = load("compile_phases_cadata")
+    rows = []
+    for module, short in PHASE_PROGRAMS:
+        med, passes = _phases(module)
+        rows.append([short, s(med["total_s"]), s(med["hlo_passes_s"]), s(med["backend_s"]), s(med["codegen_s"]),
+                     ", ".join(f"`{n}` {s(t)}" for n, t, _ in passes[:4])])
+    table = md_table(["program", "XLA s", "HLO passes s", "backend s", "of which LLVM s", "most own time (s)"],
+                     rows, "lrrrrl")
+    n = len(d["results"]["this"]["phases"])
+    return block(table, source("compile_phases_cadata", f"Medians of {n} profiled cold runs (own times: the first), "
+                                                        "BBKB on Cadata, T = 10^4, one seed, float64."))
+
+
+def compile_phases_values() -> dict:
+    med, _ = _phases("jit_chunk_all")
+    return {"bench.phases.llvm_share": percent(med["codegen_s"] / med["total_s"]),
+            "bench.phases.passes_share": percent(med["hlo_passes_s"] / med["total_s"])}
+
+
+def _hlo_short(desc: str) -> str:
+    return re.sub(r"\{[0-9,]*\}", "", desc) or "–"
+
+
+def cpu_profile_table(top: int = 12) -> str:
+    """scripts/profile_accelerator.py on the CPU: the kernels of the most own time in one seed's execution."""
+    d = load("profile_cpu_cadata")
+    rows = [[f"`{r['kernel']}`", f"`{_hlo_short(r['hlo'])}`", str(r["count"]), s(r["s"]), percent(r["share"])]
+            for r in d["profile"]["top"][:top]]
+    table = md_table(["kernel", "what (optimized HLO)", "calls", "own s", "share"], rows, "llrrr")
+    return block(table, source("profile_cpu_cadata", f"BBKB on Cadata, T = {d['T']}, {d['seeds']} seed, "
+                                                     f"{d['dtype']}, compiled before the profiled run."))
+
+
+def cpu_profile_values() -> dict:
+    d = load("profile_cpu_cadata")
+    prof = d["profile"]
+    over_arms = [r for r in prof["top"] if r["hlo"].startswith(f"f64[{d['arms']}") or
+                 r["hlo"].startswith(f"f32[{d['arms']}")]
+    return {"bench.cpuprof.all_arms": percent(sum(r["share"] for r in over_arms)),
+            "bench.cpuprof.arms": str(d["arms"]), "bench.cpuprof.batches": str(d["batches"][0]), "bench.cpuprof.T": str(d["T"]),
+            "bench.cpuprof.busy": percent(prof["busy_s"] / d["exec_s"])}
+
+
 def time_vs_T_values() -> dict:
     res = load("time_vs_T_cadata")["results"]["bbkb"]
     a, b = res["rows"][-2], res["rows"][-1]
@@ -545,6 +596,8 @@ def tables() -> dict[str, str]:
         "bench.speed": speed_table(),
         "bench.speed_ratios": speed_ratio_table(),
         "bench.compile": compile_table(),
+        "bench.compile_phases": compile_phases_table(),
+        "bench.cpu_profile": cpu_profile_table(),
         "bench.time_vs_T": time_vs_T_table(),
         "bench.cpu_sessions": cpu_sessions_table(),
         "bench.h200_time": accel_time_table("accelerator_h200"),
@@ -564,7 +617,7 @@ def tables() -> dict[str, str]:
 
 
 def values() -> dict[str, str]:
-    return {**authors_values(), **speed_values(), **compile_values(), **time_vs_T_values(), **cpu_values(), **accel_values(), **gssbo_values(), **repro_values()}
+    return {**authors_values(), **speed_values(), **compile_values(), **compile_phases_values(), **cpu_profile_values(), **time_vs_T_values(), **cpu_values(), **accel_values(), **gssbo_values(), **repro_values()}
 
 
 if __name__ == "__main__":

@@ -318,3 +318,24 @@ def test_profile_names_a_kernel_by_its_hlo():
     assert pa.describe("ynn_fusion_2", ins) == pa.describe("ynn_fusion.2", ins)
     assert pa.describe("eigh.3", ins) == "(f64[32,32]{0,1}, f64[32]{0}) custom-call [lapack_dsyevd_ffi]"
     assert pa.describe("fusion.9", ins) == ""
+
+
+def test_profile_and_compile_phases_end_to_end_on_cpu(tmp_path):
+    """Both scripts on this CPU at tiny scale: the profile finds XLA:CPU's kernels of the chunk program and names
+    them by their HLO; the compile breakdown finds XLA's phases of both programs, LLVM's code generation within
+    the backend."""
+    out = tmp_path / "profile.json"
+    proc = run_script("profile_accelerator.py", "--problem", "gp_sample", "--seeds", 1, "--T", 60, "--warm",
+                      "--top", 5, "--out", out)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    prof = json.loads(out.read_text())
+    assert prof["warm"] and prof["arms"] > 0 and prof["profile"]["kernel_events"] > 0 and prof["compile_s"] == 0.0
+    assert any(r["hlo"] for r in prof["profile"]["top"]) and 0 < prof["profile"]["busy_s"] <= prof["wall_s"]
+    out = tmp_path / "compile.json"
+    proc = run_script("bench_compile.py", "--problem", "gp_sample", "--T", 60, "--repeats", 1, "--out", out)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    phases = json.loads(out.read_text())["results"]["this"]["phases"][0]
+    assert set(phases) == {"jit_init_all", "jit_chunk_all"}
+    for rec in phases.values():
+        assert 0 < rec["codegen_s"] <= rec["backend_s"] <= rec["total_s"] and rec["hlo_passes_s"] > 0
+    assert "LLVM code generation" in proc.stdout

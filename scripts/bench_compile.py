@@ -108,7 +108,7 @@ def _program_of(event: dict) -> str | None:
     return name if isinstance(name, str) and name.startswith("jit_") else None
 
 
-def _nested(events: list):
+def nested(events: list):
     """``(event, its enclosing events (outermost first), own microseconds)`` for every complete event, thread by
     thread, each once its own time is known (its duration less that of the events directly nested in it)."""
     by_thread = collections.defaultdict(list)
@@ -137,7 +137,7 @@ def xla_phases(events: list, top: int = 12) -> dict:
     ([`PHASES`][]), ``passes`` the ``top`` names by own time (the event's duration less that of the events nested
     in it; a pipeline's suffix " (jit_...)" dropped)."""
     out, own = {}, collections.defaultdict(dict)
-    for e, outer, own_us in _nested(events):
+    for e, outer, own_us in nested(events):
         chain = outer + [e]
         module = next((m for m in map(_program_of, chain) if m is not None), None)
         if module is None:

@@ -37,6 +37,9 @@ import sketchbo as sb  # noqa: E402  (first of ours: sets OPENBLAS_NUM_THREADS b
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_compile import nested  # noqa: E402  (events with their own time, shared with the compile breakdown)
+
 TRACE_EVENT_LIMIT = 1_000_000  # the profiler drops events beyond about this many
 PARAMS = {"lam": 0.2, "F": 20.0, "qbar": 2.0, "C": 2.0}  # the BBKB protocol of scripts/bench.py (Cadata)
 
@@ -65,24 +68,6 @@ def kernel_events(events: list, devices: dict) -> list:
     return [e for e in kernels if (e["pid"], e.get("tid")) in threads and not e["name"].startswith(WRAPPERS)]
 
 
-def own_times(kernels: list) -> list:
-    """Each event's own time (microseconds): its duration less that of the events nested in it on its thread
-    (a CPU's control-flow thunks hold their branches' thunks; a GPU stream's kernels do not nest)."""
-    own = [float(e["dur"]) for e in kernels]
-    by_thread = {}
-    for i, e in enumerate(kernels):
-        by_thread.setdefault((e["pid"], e.get("tid")), []).append(i)
-    for idx in by_thread.values():
-        stack = []
-        for i in sorted(idx, key=lambda i: (kernels[i]["ts"], -kernels[i]["dur"])):
-            while stack and kernels[stack[-1]]["ts"] + kernels[stack[-1]]["dur"] <= kernels[i]["ts"]:
-                stack.pop()
-            if stack:
-                own[stack[-1]] -= kernels[i]["dur"]
-            stack.append(i)
-    return own
-
-
 def busy_seconds(intervals: list) -> float:
     """Length of the union of ``(start, end)`` intervals (microseconds in, seconds out)."""
     total, end = 0.0, -np.inf
@@ -98,7 +83,7 @@ def summarise(events: list, top: int) -> dict:
     devices = device_processes(events)
     kernels = kernel_events(events, devices)
     by_name, by_module = collections.defaultdict(lambda: [0.0, 0]), collections.defaultdict(lambda: [0.0, 0])
-    for e, own in zip(kernels, own_times(kernels)):
+    for e, _, own in nested(kernels):  # each kernel by its own time (a CPU's control-flow thunks hold others)
         args = e.get("args", {})
         for table, key in ((by_name, e["name"]), (by_module, args.get("hlo_module", args.get("long_name", "?")))):
             table[key][0] += own * 1e-6
@@ -142,10 +127,10 @@ _NOTABLE = ("dot", "exponential", "reduce", "sort", "scatter", "gather", "custom
             "divide", "dynamic-update-slice", "while", "conditional")
 
 
-def hlo_instructions(text: str) -> dict:
-    """{instruction name: (result shape, opcode, the computation it calls or its custom-call target, or None)} of an
-    optimized HLO module's text, and {computation name: [opcodes]} under the key ``None``."""
-    out, computations, current = {}, {}, None
+def hlo_instructions(text: str) -> tuple[dict, dict]:
+    """``(instructions, computations)`` of an optimized HLO module's text: {instruction name: (result shape, opcode,
+    the computation it calls or its custom-call target, or None)} and {computation name: [opcodes]}."""
+    instructions, computations, current = {}, {}, None
     for line in text.splitlines():
         if line.startswith("%") or line.startswith("ENTRY"):
             current = line.split()[1 if line.startswith("ENTRY") else 0].lstrip("%")
@@ -154,21 +139,20 @@ def hlo_instructions(text: str) -> dict:
         m = _INSTR.match(line)
         if m:
             called = re.search(r"calls=%([\w.-]+)|custom_call_target=\"([^\"]+)\"", m.group(4))
-            out[m.group(1)] = (m.group(2), m.group(3), (called.group(1) or called.group(2)) if called else None)
+            instructions[m.group(1)] = (m.group(2), m.group(3), (called.group(1) or called.group(2)) if called else None)
             if current is not None:
                 computations[current].append(m.group(3))
-    out[None] = computations
-    return out
+    return instructions, computations
 
 
-def describe(kernel: str, instructions: dict) -> str:
+def describe(kernel: str, instructions: dict, computations: dict) -> str:
     """``shape opcode [what it computes]`` of a profiled kernel, from the program's HLO (GPU kernels are named like
     their instruction with "_" for "."), or "" where no instruction has its name."""
     name = kernel if kernel in instructions else re.sub(r"_(\d+)$", r".\1", kernel)
-    if name not in instructions or name is None:
+    if name not in instructions:
         return ""
     shape, opcode, called = instructions[name]
-    inner = [op for op in dict.fromkeys(instructions[None].get(called, [])) if op in _NOTABLE]
+    inner = [op for op in dict.fromkeys(computations.get(called, [])) if op in _NOTABLE]
     if opcode == "custom-call" and called:  # the library routine it calls
         inner = [called]
     return f"{shape} {opcode}" + (f" [{', '.join(inner)}]" if inner else "")
@@ -200,11 +184,13 @@ def main(argv=None) -> dict:
     res, summary, wall, trace = profiled_run(problem, args)
     from sketchbo.engine import program  # noqa: PLC0415  (the run's compiled programs)
 
-    instructions = {}
+    instructions, computations = {}, {}
     for compiled in (c for fns in program._PROGRAMS.values() for c in fns):  # noqa: SLF001
-        instructions.update(hlo_instructions(compiled.as_text() or ""))
+        ins, comps = hlo_instructions(compiled.as_text() or "")
+        instructions.update(ins)
+        computations.update(comps)
     for row in summary["top"]:
-        row["hlo"] = describe(row["kernel"], instructions)
+        row["hlo"] = describe(row["kernel"], instructions, computations)
     exec_s = float(np.sum(res.round_time_s))
     print_summary(summary, exec_s)
     if args.trace_out:

@@ -314,10 +314,10 @@ def test_profile_names_a_kernel_by_its_hlo():
         '  %eigh.3 = (f64[32,32]{0,1}, f64[32]{0}) custom-call(%c), custom_call_target="lapack_dsyevd_ffi"',
         "}"])
     ins = pa.hlo_instructions(text)
-    assert pa.describe("ynn_fusion.2", ins) == "f64[20640,32]{1,0} fusion [dot, exponential]"
-    assert pa.describe("ynn_fusion_2", ins) == pa.describe("ynn_fusion.2", ins)
-    assert pa.describe("eigh.3", ins) == "(f64[32,32]{0,1}, f64[32]{0}) custom-call [lapack_dsyevd_ffi]"
-    assert pa.describe("fusion.9", ins) == ""
+    assert pa.describe("ynn_fusion.2", *ins) == "f64[20640,32]{1,0} fusion [dot, exponential]"
+    assert pa.describe("ynn_fusion_2", *ins) == pa.describe("ynn_fusion.2", *ins)
+    assert pa.describe("eigh.3", *ins) == "(f64[32,32]{0,1}, f64[32]{0}) custom-call [lapack_dsyevd_ffi]"
+    assert pa.describe("fusion.9", *ins) == ""
 
 
 def test_profile_and_compile_phases_end_to_end_on_cpu(tmp_path):

@@ -11,7 +11,7 @@ the run's ``compile_time_s`` and ``exec [s]`` the rest of its wall time.
     SKETCHBO_DATA_DIR=/path/to/data python scripts/bench_compile.py --problem cadata --T 10000 --seeds 1 --repeats 2 \\
         --out compile.json
 
-Where XLA's compilation goes (``--phases``, on by default): one more cold process per checkout and repeat runs under
+Where XLA's compilation goes (unless ``--no-phases``): one more cold process per checkout and repeat runs under
 JAX's profiler (its Python tracer off), whose trace names XLA's pass pipelines and passes, the backend's emission
 and LLVM's code generation, each tagged with its program; [`xla_phases`][] sums each event's own time (less that of
 the events nested in it) per name within each program's compilation. That process is not timed.

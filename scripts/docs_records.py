@@ -73,9 +73,9 @@ FIGURES: dict[str, tuple] = {
     "gssbo_dkl_bnn.png": ("runs", "drawn from result sets `results/paper/gssbo_dkl_bnn` and `gssbo_fig2`, not "
                                   "committed; redraw with `scripts/reproduce.sh paper --only gssbo_dkl_bnn --seeds 10 "
                                   "--seeds std_gp_ucb=3 --seeds dkl_ucb=3`"),
-    "tabular_poster.png": ("runs", "drawn from result set `results/paper/tabular_poster`, not committed (its numbers "
-                                   "are record `tabular_poster`); redraw with "
-                                   "`scripts/reproduce.sh paper --only tabular_poster`"),
+    "tabular_poster.png": ("record", "tabular_poster_curves",
+                           ["scripts/plot_tabular_poster.py", "--results", "experiments/tabular_poster_record.json",
+                            "--out", "{out}"]),
     "tutorial_finite_batches.png": ("tutorial", "docs/tutorials/finite-black-box.md"),
     "tutorial_many_seeds_grid.png": ("tutorial", "docs/tutorials/many-seeds.md"),
     "run_curves_example.png": ("guide", "docs/guide.md: drawn by a small sketchbo-run, as that page says"),

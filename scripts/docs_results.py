@@ -990,11 +990,8 @@ def authors_values() -> dict[str, str]:
 # -------------------------------------------------------------------------------------- the poster's tables
 
 def poster_record() -> list[dict]:
-    """The poster's rows: record tabular_poster, and the jobs it lacks from record tabular_poster_additions (whose
-    reruns of jobs tabular_poster has are left out: the tables compare times of one record's runs)."""
-    first = load("tabular_poster")
-    have = {(r["problem"], r["algorithm"]) for r in first}
-    return first + [r for r in load("tabular_poster_additions") if (r["problem"], r["algorithm"]) not in have]
+    """The poster's rows: record tabular_poster, the table of record tabular_poster_curves's runs."""
+    return load("tabular_poster")
 
 
 def poster_rows() -> dict[tuple[str, str], dict]:
@@ -1033,6 +1030,9 @@ def poster_values() -> dict[str, str]:
                                                           f"(at most {f['max_batch_size_max']:.0f})")
             out[f"poster.local_vs_bbkb.{p.split('_')[0]}"] = (f"{f['ratio_mean']:.3f} against BBKB's "
                                                             f"{rows[p, 'bbkb']['ratio_mean']:.3f}")
+    out["poster.bkb_vs_bbkb"] = "; ".join(
+        f"{rows[p, 'bkb']['ratio_mean']:.3f} against {rows[p, 'bbkb']['ratio_mean']:.3f} on {PROBLEM[p]}"
+        for p in POSTER if (p, "bkb") in rows)
     nb = rows["nb201_cifar10", "bbkb"]
     out["poster.nb201.dict"] = f"{nb['max_dict_size_mean']:.0f}"
     out["poster.nb201.ratio_at_t"] = f"{nb['ratio_at_t_mean']:.3f} at $t$ = {nb['at_t']}, {nb['ratio_mean']:.3f} at $T$ = {nb['T']}"

@@ -9,7 +9,8 @@ row's title gives the number of arms, the horizons and seeds of its runs and exa
 up to the smaller of their horizons; the figure's title names the machine (the
 ``device`` of the runs, plus ``--machine``: time curves only compare within one machine and load).
 
-Reads only the ``summary.json`` / ``traces.npz`` files under ``--results`` (any layout) and writes
+Reads the ``summary.json`` / ``traces.npz`` files under ``--results`` (any layout), or a curves record of
+them (``scripts/record_regret.py --curves``, e.g. ``experiments/tabular_poster_record.json``), and writes
 ``tabular_poster.png`` and ``tabular_poster.pdf``; with ``--numbers FILE.json`` also the final numbers of
 every run (R_T / R_T^unif, times, dictionary sizes, the time ratios) as JSON, printed as a markdown table::
 

@@ -989,13 +989,8 @@ def authors_values() -> dict[str, str]:
 
 # -------------------------------------------------------------------------------------- the poster's tables
 
-def poster_record() -> list[dict]:
-    """The poster's rows: record tabular_poster, the table of record tabular_poster_curves's runs."""
-    return load("tabular_poster")
-
-
 def poster_rows() -> dict[tuple[str, str], dict]:
-    return {(r["problem"], r["algorithm"]): r for r in poster_record()}
+    return {(r["problem"], r["algorithm"]): r for r in load("tabular_poster")}
 
 
 POSTER = ("nb201_cifar10", "fcnet_protein_structure")
@@ -1286,6 +1281,6 @@ def tables() -> dict[str, str]:
            "box.t1000": t1000_table(), "box.time": gssbo_time_table(), "bbkb.certificates": certificate_table(),
            "gssbo.fig7.counts": fig7_table(), "gssbo.fig4.regret": fig4_table()}
     for part in (fig2_tables(), box_tables(), bbkb_tables(load("bbkb_fig1"), "bbkb.fig1"),
-                 bbkb_tables(poster_record(), "poster"), authors_tables(), record_tables()):
+                 bbkb_tables(load("tabular_poster"), "poster"), authors_tables(), record_tables()):
         out.update(part)
     return out

@@ -506,7 +506,7 @@ def compile_table() -> str:
     """scripts/bench_compile.py: per program, tracing, lowering and XLA's compilation, before and after the change."""
     d = load("bench_compile_cadata")
     # the checkouts measured (their commits: the record's provenance line), in the record's order
-    names = {"before": "before", "tracebacks": "with tracebacks", "this": "after"}
+    names = {"before": "before", "tracebacks": "with tracebacks", "previous": "previous", "this": "after"}
     rows = []
     for label in d["results"]:
         cold = _compile_runs(label, "cold")

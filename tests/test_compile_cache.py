@@ -203,3 +203,45 @@ def test_jax_cache_files_appear_whole(store, tmp_path, monkeypatch):
     cache.put("k", b"other")  # an existing entry is kept, as JAX keeps it
     assert cache.get("k") == b"x" * 1000
     assert not list((tmp_path / "c").glob("*.tmp")) and not list((tmp_path / "c").glob(".*.tmp"))
+
+
+def test_a_finite_program_traces_the_in_batch_step_once(monkeypatch):
+    """program.traced_once: the init program's shape query of the step info and the chunk's in-batch loop share one
+    trace of ``select`` (each trace of BBKB's select makes one rank-one update of V^{-1}); the queries are those of the
+    run without it."""
+    from sketchbo.domains import finite_program
+    from sketchbo.gp import nystrom
+
+    calls = []
+    real = nystrom.add_to_batch
+    monkeypatch.setattr(nystrom, "add_to_batch", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(program, "_PROGRAMS", {})
+    problem = sb.make_problem("gp_sample", A=70, d=2, seed=3)
+    shared = sb.run("bbkb", problem, T=20, n_seeds=2, progress=False)
+    assert len(calls) == 1
+    monkeypatch.setattr(finite_program, "traced_once", lambda select: select)
+    monkeypatch.setattr(program, "_PROGRAMS", {})
+    twice = sb.run("bbkb", problem, T=20, n_seeds=2, progress=False)
+    assert len(calls) == 3  # without it: once for init, once for the chunk
+    np.testing.assert_array_equal(shared.traces["query"], twice.traces["query"])
+
+
+def test_gc_paused_restores_the_collectors_state():
+    import gc
+
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        with program.gc_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        gc.disable()
+        with program.gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # a collector the user turned off stays off
+        gc.enable()
+        with pytest.raises(RuntimeError), program.gc_paused():
+            raise RuntimeError
+        assert gc.isenabled()  # on again after an error too
+    finally:
+        (gc.enable if was else gc.disable)()

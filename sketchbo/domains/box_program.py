@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from sketchbo.contract import BoxSet, Feedback, own_fields, reported
-from sketchbo.engine.program import SeedKeys, chunk_of_rounds, jitted, over_seeds, seed_keys
+from sketchbo.engine.program import SeedKeys, chunk_of_rounds, jitted, over_seeds, seed_keys, traced_once
 from sketchbo.engine.rounds import finish_batch, select_batch
 from sketchbo.problems.continuous import ContinuousProblem, value
 
@@ -110,6 +110,7 @@ def make_program(alg, problem: ContinuousProblem, T: int, seed_axis: str, rounds
     ``init_fn(seeds, (params, xi), ())``, ``chunk_fn(seeds, carry, noise, (params, xi), ())``; each element's keys
     derive from its seed (``engine.program.seed_keys``). ``buffer``, ``merged``: [`make_round`][]'s."""
     d = problem.d
+    alg = alg._replace(select=traced_once(alg.select))  # init's shape query and the rounds share one trace
     round_, active = make_round(alg, problem, T, buffer, merged)
     chunk_one = chunk_of_rounds(round_, active, rounds_per_call)
 

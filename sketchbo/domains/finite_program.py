@@ -16,7 +16,7 @@ import numpy as np
 from sketchbo.algorithms import ArmSet
 from sketchbo.algorithms.common import any_seed, arm_feedback, seeds_vmapped
 from sketchbo.contract import own_fields, reported
-from sketchbo.engine.program import SeedKeys, jitted, over_seeds, seed_keys, tree_where
+from sketchbo.engine.program import SeedKeys, jitted, over_seeds, seed_keys, traced_once, tree_where
 from sketchbo.engine.rounds import capacity_request, finish_batch, select_batch
 
 
@@ -201,6 +201,7 @@ def make_program(alg, T: int, seed_axis: str, rounds_per_call: int, n_devices: i
     ``chunk_fn(seeds, carry, noise, (params, xi), (arms, f, recorded))``; ``params`` is the algorithm's pytree, ``xi``
     each element's noise level, and each element's keys derive from its seed (``engine.program.seed_keys``). A chunk is
     ``rounds_per_call`` segments ([`make_chunk`][])."""
+    alg = alg._replace(select=traced_once(alg.select))  # init's shape query and the chunk share one trace
     chunk_one = make_chunk(alg, T, rounds_per_call)
 
     def init_one(keys: SeedKeys, params, arms):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import gc
 import os
 import time
 import warnings
@@ -175,18 +176,41 @@ def compile_both(init_fn, chunk_fn, init_args, chunk_rest, cpu_options: dict | N
     the chunk's (docs/benchmarks.md#compile-time). ``have``: either program already at hand (loaded from the store;
     None: compile it), returned as given. ``*_fresh``: compiled by XLA in this process ([`compile_fresh`][])."""
     init_have, chunk_have = have
-    with lean_locations():
+    with lean_locations(), gc_paused():
         traced = init_fn.trace(*init_args)  # the chunk's carry comes from init's outputs
         if chunk_have is None:
             carry, noise = traced.out_info
             chunk_lowered = chunk_fn.lower(init_args[0], carry, noise, *chunk_rest)
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="sketchbo-compile") as pool:
         chunk = None if chunk_have is not None else pool.submit(compile_fresh, chunk_lowered, cpu_options)
-        with lean_locations():
+        with lean_locations(), gc_paused():
             init_lowered = None if init_have is not None else traced.lower()
         init_c, init_fresh = (init_have, False) if init_have is not None else compile_fresh(init_lowered, cpu_options)
         chunk_c, chunk_fresh = (chunk_have, False) if chunk is None else chunk.result()
     return (init_c, chunk_c), (init_fresh, chunk_fresh)
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Python's cyclic garbage collector off in this context (and on again after, where it was on): JAX's tracing
+    and lowering of a program allocate objects by the hundred thousand, and the collections they trigger traverse
+    every object the process holds, on the path of every cold compilation (BBKB's Cadata program: 0.05 s of about
+    0.6 s of tracing and lowering, docs/benchmarks.md#compile-time). Reference counting frees as usual; the cycles
+    left wait for the next collection."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def traced_once(select):
+    """``select`` jitted, so that its jaxpr traced once (by the init program's shape query of its step info) is the
+    one the chunk's in-batch loop uses: JAX caches a jitted function's trace by its argument types, and the compiled
+    program is the same (XLA inlines the call)."""
+    return jax.jit(select)
 
 
 SOURCE_LOCATIONS_ENV = "SKETCHBO_SOURCE_LOCATIONS"
@@ -221,14 +245,16 @@ def compile_fresh(lowered, cpu_options: dict | None = None):
 
 
 # XLA's CPU backend with its elemental fusion emitters instead of the MLIR ones (its default), LLVM at optimisation
-# level 1 and four parallel code-generation parts: BBKB's Cadata program compiles faster with the same execution time
+# level 1, four parallel code-generation parts, and without the tree-reduction rewriter (which splits long reductions into
+# reduce-windows of 32 entries, a kernel each: 25 in BBKB's Cadata chunk, a fifth of its LLVM code, for reductions of
+# at most a few ten thousand entries): BBKB's Cadata program compiles faster with the same execution time
 # and the same trajectories to the last bit (docs/benchmarks.md#cpu-fusion-emitters, record bench_compile_cadata). The
 # finite domain compiles with them; the box domain does not (its trajectories change in the last bits, and its
 # committed results were made without them).
 FAST_CPU_COMPILE = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 1,
-                    "xla_cpu_parallel_codegen_split_count": 4}
-"""XLA CPU options of the finite domain's programs: the elemental fusion emitters, LLVM level 1 and four code-generation
-parts (faster compilation, the same execution time and trajectories)."""
+                    "xla_cpu_parallel_codegen_split_count": 4, "xla_disable_hlo_passes": "tree_reduction_rewriter"}
+"""XLA CPU options of the finite domain's programs: the elemental fusion emitters, LLVM level 1, four code-generation
+parts and no tree-reduction rewriting (faster compilation, the same execution time and trajectories)."""
 
 
 def compile_lowered(lowered, cpu_options: dict | None = None):

@@ -225,23 +225,3 @@ def test_a_finite_program_traces_the_in_batch_step_once(monkeypatch):
     assert len(calls) == 3  # without it: once for init, once for the chunk
     np.testing.assert_array_equal(shared.traces["query"], twice.traces["query"])
 
-
-def test_gc_paused_restores_the_collectors_state():
-    import gc
-
-    was = gc.isenabled()
-    try:
-        gc.enable()
-        with program.gc_paused():
-            assert not gc.isenabled()
-        assert gc.isenabled()
-        gc.disable()
-        with program.gc_paused():
-            assert not gc.isenabled()
-        assert not gc.isenabled()  # a collector the user turned off stays off
-        gc.enable()
-        with pytest.raises(RuntimeError), program.gc_paused():
-            raise RuntimeError
-        assert gc.isenabled()  # on again after an error too
-    finally:
-        (gc.enable if was else gc.disable)()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import gc
 import os
 import time
 import warnings
@@ -176,34 +175,18 @@ def compile_both(init_fn, chunk_fn, init_args, chunk_rest, cpu_options: dict | N
     the chunk's (docs/benchmarks.md#compile-time). ``have``: either program already at hand (loaded from the store;
     None: compile it), returned as given. ``*_fresh``: compiled by XLA in this process ([`compile_fresh`][])."""
     init_have, chunk_have = have
-    with lean_locations(), gc_paused():
+    with lean_locations():
         traced = init_fn.trace(*init_args)  # the chunk's carry comes from init's outputs
         if chunk_have is None:
             carry, noise = traced.out_info
             chunk_lowered = chunk_fn.lower(init_args[0], carry, noise, *chunk_rest)
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="sketchbo-compile") as pool:
         chunk = None if chunk_have is not None else pool.submit(compile_fresh, chunk_lowered, cpu_options)
-        with lean_locations(), gc_paused():
+        with lean_locations():
             init_lowered = None if init_have is not None else traced.lower()
         init_c, init_fresh = (init_have, False) if init_have is not None else compile_fresh(init_lowered, cpu_options)
         chunk_c, chunk_fresh = (chunk_have, False) if chunk is None else chunk.result()
     return (init_c, chunk_c), (init_fresh, chunk_fresh)
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """Python's cyclic garbage collector off in this context (and on again after, where it was on): JAX's tracing
-    and lowering of a program allocate objects by the hundred thousand, and the collections they trigger traverse
-    every object the process holds, on the path of every cold compilation (BBKB's Cadata program: 0.05 s of about
-    0.6 s of tracing and lowering, docs/benchmarks.md#compile-time). Reference counting frees as usual; the cycles
-    left wait for the next collection."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def traced_once(select):

@@ -228,10 +228,10 @@ def compile_fresh(lowered, cpu_options: dict | None = None):
 
 
 # XLA's CPU backend with its elemental fusion emitters instead of the MLIR ones (its default), LLVM at optimisation
-# level 1, four parallel code-generation parts, and without the tree-reduction rewriter (which splits long reductions into
-# reduce-windows of 32 entries, a kernel each: 25 in BBKB's Cadata chunk, a fifth of its LLVM code, for reductions of
-# at most a few ten thousand entries): BBKB's Cadata program compiles faster with the same execution time
-# and the same trajectories to the last bit (docs/benchmarks.md#cpu-fusion-emitters, record bench_compile_cadata). The
+# level 1, four parallel code-generation parts, and without the tree-reduction rewriter (which splits long reductions
+# into reduce-windows of 32 entries, a kernel each: 25 in BBKB's Cadata chunk, a fifth of its LLVM code, for reductions
+# of at most a few ten thousand entries): BBKB's Cadata program compiles faster with the same execution time and the
+# same trajectories to the last bit (docs/benchmarks.md#cpu-fusion-emitters, record bench_compile_cadata). The
 # finite domain compiles with them; the box domain does not (its trajectories change in the last bits, and its
 # committed results were made without them).
 FAST_CPU_COMPILE = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 1,

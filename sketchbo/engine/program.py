@@ -191,8 +191,8 @@ def compile_both(init_fn, chunk_fn, init_args, chunk_rest, cpu_options: dict | N
 
 def traced_once(select):
     """``select`` jitted, so that its jaxpr traced once (by the init program's shape query of its step info) is the
-    one the chunk's in-batch loop uses: JAX caches a jitted function's trace by its argument types, and the compiled
-    program is the same (XLA inlines the call)."""
+    one the chunk's in-batch loop uses: JAX caches a jitted function's trace by its argument types. XLA inlines the
+    call; the trajectories are the same to the last bit (tests/test_compile_cache.py)."""
     return jax.jit(select)
 
 

@@ -25,6 +25,22 @@ def mm(a, b):
 
 
 
+FEW_ROWS = 16
+"""Up to this many rows, [`take_rows`][] reads them as slices."""
+
+
+def take_rows(x, idx):
+    """``x[idx]`` for a 1-D ``idx`` of in-range indices (clamped like a gather). Up to [`FEW_ROWS`][] static rows it
+    stacks one dynamic slice per row: XLA:CPU's cost model counts the whole operand of a gather, so a gather of 8
+    rows of Cadata's (20640, 8) arm matrix was split over the thread pool, and the dispatch cost more than the read
+    (BBKB's in-batch step on the 2-core CPU: 3.2 us as a gather in a loop, 0.23 us as slices). Bit-identical to
+    the gather (a copy)."""
+    n = idx.shape[0]
+    if n > FEW_ROWS:
+        return x[idx]
+    return jnp.stack([jax.lax.dynamic_index_in_dim(x, idx[i], 0, keepdims=False) for i in range(n)])
+
+
 def masked_gram(K, mask):
     """Zero the rows and columns of masked-out slots: (m, m) -> (m, m)."""
     mf = mask.astype(K.dtype)

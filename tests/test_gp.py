@@ -6,7 +6,9 @@ import pytest
 
 from sketchbo.gp import exact, nystrom
 from sketchbo.kernels import get_kernel, kernel_params
-from sketchbo.linalg import eig_on_width, psd_inv_sqrt, spd_inverse, upper_triangular_gram, upper_triangular_inverse
+from sketchbo.linalg import (
+    FEW_ROWS, eig_on_width, psd_inv_sqrt, spd_inverse, take_rows, upper_triangular_gram, upper_triangular_inverse,
+)
 
 RBF = get_kernel("rbf")
 
@@ -70,6 +72,18 @@ def test_batched_embedded_variances_equal_the_one_arm_form():
     K_AS = nystrom.cross_kernel(RBF, kp, arms, arms[idx], mask)
     one = jax.vmap(lambda k, kd: nystrom.embedded_variance(k, kd, post.W, Vinv, lam))(K_AS, kdiag)
     np.testing.assert_allclose(nystrom.embedded_variances(K_AS, kdiag, post.W, Vinv, lam), one, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("n", [1, 8, FEW_ROWS, FEW_ROWS + 1, 128])
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_take_rows_equals_the_gather(n, dtype):
+    """Rows read as slices (up to FEW_ROWS) or by a gather are the gather's rows, repeats and both ends included."""
+    rng = np.random.default_rng(n)
+    x = jnp.asarray(rng.standard_normal((3000, 8)), dtype)
+    idx = jnp.asarray(np.r_[2999, rng.integers(0, 3000, n)][:n], jnp.int32).at[-1].set(0)
+    got = jax.jit(take_rows)(x, idx)
+    assert got.shape == (n, 8) and got.dtype == x.dtype
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(x)[np.asarray(idx)])
 
 
 @pytest.mark.parametrize("n,size,p", [(20640, 96, 0.004), (20640, 96, 0.6), (500, 40, 0.0), (500, 40, 1.0),

@@ -27,17 +27,18 @@ def bounded_argmax(tab: UCBTable, fresh, refresh_many, k=REFRESH_K, more_blocks=
     ``lazy_argmax_round``, then fallback rounds until the argmax is exact. ``fresh`` (A,) marks exact entries.
     Returns ``(tab, fresh, i, n_refresh, fallback_rounds)``."""
     A = fresh.shape[0]
-    fr = jnp.ones((tab.values.size,), bool).at[:A].set(fresh)  # padding entries are exact
-    tab, fr, n = lazy_argmax_round(tab, fr, refresh_many, A, False, k, more_blocks, per_block)
+    # stamps at epoch 0: exact entries 0, stale ones -1, padding int32 max (always exact)
+    ea = jnp.full((tab.values.size,), jnp.iinfo(jnp.int32).max, jnp.int32).at[:A].set(jnp.where(fresh, 0, -1))
+    tab, ea, n = lazy_argmax_round(tab, ea, 0, refresh_many, A, False, k, more_blocks, per_block)
 
     def body(c):
-        tb, f, n, it = c
-        tb, f, dn = lazy_argmax_round(tb, f, refresh_many, A, True, k, more_blocks, per_block)
-        return tb, f, n + dn, it + 1
+        tb, e, n, it = c
+        tb, e, dn = lazy_argmax_round(tb, e, 0, refresh_many, A, True, k, more_blocks, per_block)
+        return tb, e, n + dn, it + 1
 
-    tab, fr, n, it = jax.lax.while_loop(lambda c: ~c[1][table_argmax(c[0])], body,
-                                        (tab, fr, n, jnp.zeros((), jnp.int32)))
-    return tab, fr[:A], table_argmax(tab), n, it
+    tab, ea, n, it = jax.lax.while_loop(lambda c: c[1][table_argmax(c[0])] < 0, body,
+                                        (tab, ea, n, jnp.zeros((), jnp.int32)))
+    return tab, ea[:A] >= 0, table_argmax(tab), n, it
 
 
 def reference_lazy_argmax(tab: UCBTable, fresh, refresh):
@@ -55,14 +56,14 @@ def reference_lazy_argmax(tab: UCBTable, fresh, refresh):
     return jax.lax.while_loop(cond, body, (tab, fresh, table_argmax(tab), jnp.zeros((), jnp.int32)))
 
 
-def reference_round(tab, fresh, refresh_many, A, fallback, *rest):
+def reference_round(tab, exact_at, epoch, refresh_many, A, fallback, *rest):
     """``lazy_argmax_round``'s signature on the reference rule: each in-batch loop iteration refreshes the
     table's argmax alone (when stale), so a step takes one iteration per refresh."""
     del fallback, rest
     i = table_argmax(tab)
-    stale = ~fresh[i]
+    stale = exact_at[i] < epoch
     value = jnp.where(stale, refresh_many(jnp.minimum(i, A - 1)[None])[0], tab.values.reshape(-1)[i])
-    return table_set(tab, i, value), fresh.at[i].set(True), stale.astype(jnp.int32)
+    return table_set(tab, i, value), exact_at.at[i].set(epoch), stale.astype(jnp.int32)
 
 
 # ------------------------------------------------------------------------------- random stale tables

@@ -237,12 +237,12 @@ def candidate_indices(x, k: int):
     return top_k_indices(x, k) if x.ndim == 1 else jax.vmap(lambda row: top_k_indices(row, k))(x)
 
 
-def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, k: int, per_block: int | None = None,
+def _refresh_round(tab: UCBTable, exact_at, epoch, refresh_many, A: int, k: int, per_block: int | None = None,
                    size: int | None = None, n_blocks: int | None = None):
     """The stale arms to refresh, with large bounds, and their exact UCBs (one batched call of ``refresh_many``),
     without writing the table.
 
-    ``fresh`` (n_blocks * B,) marks exact entries (padding counts as fresh). The candidates come from the k
+    An entry is exact where ``exact_at >= epoch`` ((n_blocks * B,); padding counts as exact). The candidates come from the k
     blocks with the largest maxima (all blocks if fewer): their k largest stale entries together
     (``per_block=None``, the first round), or the ``per_block`` largest stale entries of each (the fallback
     rounds: no top-k over k * B entries, which XLA sorts); and always the table's argmax when it is stale (so
@@ -255,7 +255,7 @@ def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, k: int, per_block
     nb, B = tab.values.shape
     kb = min(k, nb)
     blocks = candidate_indices(tab.block_max, kb)  # (kb,)
-    stale = ~fresh.reshape(nb, B)[blocks]
+    stale = exact_at.reshape(nb, B)[blocks] < epoch
     cand = jnp.where(stale, tab.values[blocks], -jnp.inf)  # (kb, B)
     if per_block is None:
         pos = candidate_indices(cand.reshape(-1), min(k, kb * B))
@@ -264,8 +264,8 @@ def _refresh_round(tab: UCBTable, fresh, refresh_many, A: int, k: int, per_block
         pos = candidate_indices(cand, min(per_block, B))  # (kb, per_block)
         idx = (blocks[:, None] * B + pos).reshape(-1)
     best = table_argmax(tab)
-    idx = idx.at[0].set(jnp.where(fresh[best], idx[0], best).astype(idx.dtype))
-    valid = ~fresh[idx]  # stale real arms; a repeated candidate writes the same value twice
+    idx = idx.at[0].set(jnp.where(exact_at[best] >= epoch, idx[0], best).astype(idx.dtype))
+    valid = exact_at[idx] < epoch  # stale real arms; a repeated candidate writes the same value twice
     flat = tab.values.reshape(-1)
     values = jnp.where(valid, refresh_many(jnp.minimum(idx, A - 1)), flat[idx])
     rows = jnp.concatenate([blocks.astype(idx.dtype), (idx[:1] // B)])  # every block a candidate lies in
@@ -300,19 +300,21 @@ def seeds_vmapped() -> bool:
     return True
 
 
-def lazy_argmax_round(tab: UCBTable, fresh, refresh_many, A: int, fallback, k: int = REFRESH_K,
+def lazy_argmax_round(tab: UCBTable, exact_at, epoch, refresh_many, A: int, fallback, k: int = REFRESH_K,
                       more_blocks: int = REFRESH_BLOCKS, per_block: int = REFRESH_PER_BLOCK):
     """One round of the bounded lazy argmax (docs/architecture.md#cost-model; BBKB Alg. 1, L7–8).
 
-    ``tab`` holds upper bounds of UCBs that only decrease in a batch (values computed earlier in the batch); ``fresh``
-    (n_blocks * B,) marks the exact ones (padding counts as exact); ``refresh_many(idx)`` returns the exact UCBs of the
-    arms ``idx``. The first round of a step refreshes the k largest stale bounds together (k m^2 work in one batched
-    product); a ``fallback`` round (the step's argmax was still stale after the first) refreshes the ``per_block``
+    ``tab`` holds upper bounds of UCBs that only decrease in a batch (values computed earlier in the batch); the exact
+    ones are those where ``exact_at >= epoch`` ((n_blocks * B,) int32 stamps, padding int32 max: an algorithm stamps
+    refreshed entries with its step count and every entry goes stale when the count moves on, with no pass over the
+    table); ``refresh_many(idx)`` returns the exact UCBs of the arms ``idx``. The first round of a step refreshes the
+    k largest stale bounds together (k m^2 work in one batched product); a ``fallback`` round (the step's argmax was still stale after the first) refreshes the ``per_block``
     largest stale entries of each of the ``more_blocks`` blocks with the largest maxima. After either, the table's
     argmax (first index among its maxima) is the answer if it is exact: every stale entry bounds its arm's current UCB
     from above, so that arm is the first maximiser of the exact UCBs — the selection of the one-at-a-time lazy rule,
     ties included. ``fallback`` is one flag for the seeds of a vmapped program ([`any_seed`][]): the branch not taken
-    costs nothing. Returns ``(tab, fresh, n_refreshed)``; the step is decided iff ``fresh[table_argmax(tab)]``.
+    costs nothing. Returns ``(tab, exact_at, n_refreshed)``, the refreshed entries stamped ``epoch``; the step is
+    decided iff ``exact_at[table_argmax(tab)] >= epoch``.
     """
     nb, B = tab.values.shape
     size = max(min(k, min(k, nb) * B), min(more_blocks, nb) * min(per_block, B))  # candidates of either round
@@ -320,8 +322,8 @@ def lazy_argmax_round(tab: UCBTable, fresh, refresh_many, A: int, fallback, k: i
     # The round's writes are made here, outside the branches: a table written inside a branch is copied whole
     # at every step (XLA:CPU, two copies of the A-entry table per in-batch step).
     idx, values, valid, rows = jax.lax.cond(
-        fallback, lambda: _refresh_round(tab, fresh, refresh_many, A, more_blocks, per_block, size, n_blocks),
-        lambda: _refresh_round(tab, fresh, refresh_many, A, k, None, size, n_blocks))
+        fallback, lambda: _refresh_round(tab, exact_at, epoch, refresh_many, A, more_blocks, per_block, size, n_blocks),
+        lambda: _refresh_round(tab, exact_at, epoch, refresh_many, A, k, None, size, n_blocks))
     table = tab.values.reshape(-1).at[idx].set(values).reshape(nb, B)
     block_max = tab.block_max.at[rows].set(jnp.max(table[rows], axis=1))
-    return UCBTable(table, block_max), fresh.at[idx].set(True), jnp.sum(valid).astype(jnp.int32)
+    return UCBTable(table, block_max), exact_at.at[idx].set(epoch), jnp.sum(valid).astype(jnp.int32)

@@ -29,6 +29,7 @@ from sketchbo.algorithms.common import (
 )
 from sketchbo.gp import nystrom, sparse_bounds
 from sketchbo.kernels import get_kernel
+from sketchbo.linalg import take_rows
 
 
 def _as(dtype, tree):
@@ -80,8 +81,9 @@ class SparseUCBState(NamedTuple):
         B: `(m_max, m_max)` start-of-batch W^T (I/lam - V^{-1})^{1/2} (nystrom.posterior)
         mean: `(A,)` start-of-batch mean mu~_fb
         var_fb: `(A,)` start-of-batch variances s~^2_fb (lam-scaled)
-        ucb: UCBs in blocks: exact where ``fresh``, upper bounds elsewhere
-        fresh: `(n_blocks * B,)` bool, ucb is exact for the current in-batch posterior (padding: True)
+        ucb: UCBs in blocks: exact where ``exact_at >= t``, upper bounds elsewhere
+        exact_at: `(n_blocks * B,)` int32 the step count t at which each UCB was last made exact: exact for the current
+            in-batch posterior iff ``exact_at >= t``, so a pull (t + 1) makes every UCB stale (padding: int32 max)
         attempt: `()` int32 refresh rounds already spent on the current step without deciding it
         beta: `()` width of the current batch
         logdet: `()` BBKB width accumulator (sum over pulls of log(1 + c s~^2_fb))
@@ -103,7 +105,7 @@ class SparseUCBState(NamedTuple):
     mean: jax.Array
     var_fb: jax.Array
     ucb: UCBTable
-    fresh: jax.Array
+    exact_at: jax.Array
     attempt: jax.Array
     beta: jax.Array
     logdet: jax.Array
@@ -132,18 +134,15 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             dict_idx=jnp.zeros((m_max,), jnp.int32), dict_mask=jnp.zeros((m_max,), bool),
             W=jnp.zeros((m_max, m_max), fdt), Vinv=eye / _as(fdt, params.lam), B=jnp.zeros((m_max, m_max), fdt),
             mean=jnp.zeros((A,), dt), var_fb=kdiag / params.lam, ucb=ucb_table(jnp.zeros((A,), dt), block),
-            fresh=_all_exact(A), attempt=jnp.zeros((), jnp.int32), beta=jnp.zeros((), dt),
+            exact_at=_all_exact(A, 0), attempt=jnp.zeros((), jnp.int32), beta=jnp.zeros((), dt),
             logdet=jnp.zeros((), dt),
             rule_acc=rule.init(A, dt), batch_open=jnp.asarray(True),
             t=jnp.zeros((), jnp.int32),
             first_arm=jax.random.randint(key, (), 0, A, dtype=jnp.int32),  # Alg. 1, L1: x_1 uniform
         )
 
-    def _all_exact(A):  # (n_blocks * B,) after a new posterior: every UCB exact
-        return jnp.ones((-(-A // block) * block,), bool)
-
-    def _all_stale(A):  # after a pull: every arm's UCB an upper bound (padding stays exact)
-        return jnp.arange(-(-A // block) * block) >= A
+    def _all_exact(A, t):  # (n_blocks * B,) stamps of a new posterior at step t: every UCB exact until the next pull
+        return jnp.where(jnp.arange(-(-A // block) * block) < A, t, jnp.iinfo(jnp.int32).max).astype(jnp.int32)
 
     def _dict_points(state):
         return state.arms[state.dict_idx]
@@ -158,16 +157,16 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
             return nystrom.cross_kernel(kernel, kp_f, state.arms[i][None, :].astype(fdt), Xs_f, state.dict_mask)[0]
 
         def refresh(idx):  # (k,) exact UCBs of the arms idx under the current in-batch posterior
-            K_xS = nystrom.cross_kernel(kernel, kp_f, state.arms[idx].astype(fdt), Xs_f, state.dict_mask)
+            K_xS = nystrom.cross_kernel(kernel, kp_f, take_rows(state.arms, idx).astype(fdt), Xs_f, state.dict_mask)
             var = nystrom.embedded_variances(K_xS, state.kdiag[idx].astype(fdt), state.W, state.Vinv, lam_f)
             return _finite_or_worst(state.mean[idx] + state.beta * jnp.sqrt(var)).astype(dt)
 
         A = state.arms.shape[0]
         fallback = any_seed(state.attempt > 0)  # the step's first round left its argmax stale
-        ucb, fresh, n_refresh = lazy_argmax_round(state.ucb, state.fresh, refresh, A, fallback)  # L4, L8
+        ucb, exact_at, n_refresh = lazy_argmax_round(state.ucb, state.exact_at, state.t, refresh, A, fallback)  # L4, L8
         best = table_argmax(ucb)
         first = state.t == 0
-        commit = first | fresh[best]  # the argmax is exact: this iteration decides the step
+        commit = first | (exact_at[best] >= state.t)  # the argmax is exact: this iteration decides the step
         q = jnp.where(first, state.first_arm, best).astype(jnp.int32)
 
         def cov_q():
@@ -178,7 +177,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
         acc, close = rule.step(state.rule_acc, state.var_fb[q], cov_q, params.C)  # Alg. 1, L5
         Vinv = nystrom.add_to_batch(state.Vinv, state.W, kS(q))  # Alg. 1, L7: s~_t shrinks in-batch
         new = state._replace(
-            ucb=ucb, fresh=jnp.where(commit, _all_stale(A), fresh), attempt=jnp.where(commit, 0, state.attempt + 1),
+            ucb=ucb, exact_at=exact_at, attempt=jnp.where(commit, 0, state.attempt + 1),
             Vinv=jnp.where(commit, Vinv, state.Vinv), rule_acc=jnp.where(commit, acc, state.rule_acc),
             batch_open=jnp.where(commit, ~(close | first), state.batch_open), t=state.t + commit.astype(jnp.int32),
         )
@@ -224,7 +223,7 @@ def make_sparse_ucb(static: Static, rule: BatchRule, sequential: bool) -> Algori
         new = state._replace(
             dict_idx=idx, dict_mask=mask, W=post.W, Vinv=post.Vinv, B=post.B, mean=post.mean,
             var_fb=post.var, ucb=ucb_table(_finite_or_worst(post.mean + beta * jnp.sqrt(post.var)), block),
-            fresh=_all_exact(A), attempt=jnp.zeros((), jnp.int32),
+            exact_at=_all_exact(A, state.t), attempt=jnp.zeros((), jnp.int32),
             beta=beta, rule_acc=rule.init(A, state.var_fb.dtype), batch_open=jnp.asarray(True),
         )
         return new, RoundInfo(

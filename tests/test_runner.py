@@ -408,3 +408,21 @@ def test_compiler_options_this_xla_does_not_have_fall_back_to_its_defaults():
     np.testing.assert_array_equal(compiled(jnp.arange(3.0)), [0.0, 2.0, 4.0])
     with pytest.raises(Exception, match="not a valid bool"):  # other errors are not swallowed
         program.compile_lowered(lowered, {"xla_cpu_use_fusion_emitters": "maybe"})
+
+
+def test_default_rounds_per_call():
+    """Sequential algorithms chunk up to 64 single-step rounds; batched ones 4 rounds, 8 where a device maps over
+    several elements (ten seeds over two CPU devices, or grid points on one)."""
+    from types import SimpleNamespace
+
+    def spec(n_seeds, n_devices, seed_axis, points=1):
+        return SimpleNamespace(seeds=list(range(n_seeds)), points=[{}] * points, n_devices=n_devices,
+                               seed_axis=seed_axis)
+
+    assert finite.default_rounds_per_call(False, 10_000, spec(10, 2, "map")) == 64
+    assert finite.default_rounds_per_call(False, 300, spec(1, 1, "map")) == 3
+    assert finite.default_rounds_per_call(True, 10_000, spec(1, 1, "map")) == 4
+    assert finite.default_rounds_per_call(True, 10_000, spec(2, 2, "map")) == 4
+    assert finite.default_rounds_per_call(True, 10_000, spec(10, 2, "map")) == 8
+    assert finite.default_rounds_per_call(True, 10_000, spec(1, 2, "map", points=4)) == 8
+    assert finite.default_rounds_per_call(True, 10_000, spec(100, 1, "vmap")) == 4

@@ -21,8 +21,9 @@ import numpy as np
 
 from sketchbo.engine import files
 
-CHECKPOINT_FORMAT = "sketchbo.checkpoint/4"  # tag of the identity stored in every checkpoint (3: box traces hold ucb;
-# 4: finite traces hold batch_start, the BKB-family state its refresh attempt)
+CHECKPOINT_FORMAT = "sketchbo.checkpoint/5"  # tag of the identity stored in every checkpoint (3: box traces hold ucb;
+# 4: finite traces hold batch_start, the BKB-family state its refresh attempt; 5: that state's exactness as step
+# stamps, exact_at, in place of flags)
 
 
 def run_identity(algorithm: str, problem: dict, hyperparameters, *, T: int, seeds, dtype: str, seed_axis: str,

@@ -242,8 +242,8 @@ def _refresh_round(tab: UCBTable, exact_at, epoch, refresh_many, A: int, k: int,
     """The stale arms to refresh, with large bounds, and their exact UCBs (one batched call of ``refresh_many``),
     without writing the table.
 
-    An entry is exact where ``exact_at >= epoch`` ((n_blocks * B,); padding counts as exact). The candidates come from the k
-    blocks with the largest maxima (all blocks if fewer): their k largest stale entries together
+    An entry is exact where ``exact_at >= epoch`` ((n_blocks * B,); padding counts as exact). The candidates come
+    from the k blocks with the largest maxima (all blocks if fewer): their k largest stale entries together
     (``per_block=None``, the first round), or the ``per_block`` largest stale entries of each (the fallback
     rounds: no top-k over k * B entries, which XLA sorts); and always the table's argmax when it is stale (so
     that every round makes progress, whatever the ties and -inf entries). Which stale arms are refreshed
@@ -308,8 +308,9 @@ def lazy_argmax_round(tab: UCBTable, exact_at, epoch, refresh_many, A: int, fall
     ones are those where ``exact_at >= epoch`` ((n_blocks * B,) int32 stamps, padding int32 max: an algorithm stamps
     refreshed entries with its step count and every entry goes stale when the count moves on, with no pass over the
     table); ``refresh_many(idx)`` returns the exact UCBs of the arms ``idx``. The first round of a step refreshes the
-    k largest stale bounds together (k m^2 work in one batched product); a ``fallback`` round (the step's argmax was still stale after the first) refreshes the ``per_block``
-    largest stale entries of each of the ``more_blocks`` blocks with the largest maxima. After either, the table's
+    k largest stale bounds together (k m^2 work in one batched product); a ``fallback`` round (the step's argmax was
+    still stale after the first) refreshes the ``per_block`` largest stale entries of each of the ``more_blocks``
+    blocks with the largest maxima. After either, the table's
     argmax (first index among its maxima) is the answer if it is exact: every stale entry bounds its arm's current UCB
     from above, so that arm is the first maximiser of the exact UCBs — the selection of the one-at-a-time lazy rule,
     ties included. ``fallback`` is one flag for the seeds of a vmapped program ([`any_seed`][]): the branch not taken

@@ -310,10 +310,9 @@ def lazy_argmax_round(tab: UCBTable, exact_at, epoch, refresh_many, A: int, fall
     table); ``refresh_many(idx)`` returns the exact UCBs of the arms ``idx``. The first round of a step refreshes the
     k largest stale bounds together (k m^2 work in one batched product); a ``fallback`` round (the step's argmax was
     still stale after the first) refreshes the ``per_block`` largest stale entries of each of the ``more_blocks``
-    blocks with the largest maxima. After either, the table's
-    argmax (first index among its maxima) is the answer if it is exact: every stale entry bounds its arm's current UCB
-    from above, so that arm is the first maximiser of the exact UCBs — the selection of the one-at-a-time lazy rule,
-    ties included. ``fallback`` is one flag for the seeds of a vmapped program ([`any_seed`][]): the branch not taken
+    blocks with the largest maxima. After either, the table's argmax (first index among its maxima) is the answer if
+    it is exact: every stale entry bounds its arm's current UCB from above, so that arm is the first maximiser of the
+    exact UCBs — the selection of the one-at-a-time lazy rule, ties included. ``fallback`` is one flag for the seeds of a vmapped program ([`any_seed`][]): the branch not taken
     costs nothing. Returns ``(tab, exact_at, n_refreshed)``, the refreshed entries stamped ``epoch``; the step is
     decided iff ``exact_at[table_argmax(tab)] >= epoch``.
     """

@@ -30,11 +30,11 @@ FEW_ROWS = 16
 
 
 def take_rows(x, idx):
-    """``x[idx]`` for a 1-D ``idx`` of in-range indices (clamped like a gather). Up to [`FEW_ROWS`][] static rows it
-    stacks one dynamic slice per row: XLA:CPU's cost model counts the whole operand of a gather, so a gather of 8
-    rows of Cadata's (20640, 8) arm matrix was split over the thread pool, and the dispatch cost more than the read
-    (a loop of that 8-row read on the 2-core CPU: 3.2 us an iteration as a gather, 0.23 us as slices; BBKB's
-    in-batch step 32.8 -> 27.9 us). Bit-identical to the gather (a copy)."""
+    """``x[idx]`` for a 1-D ``idx`` of in-range indices (0 <= i < len(x); out of range the two forms differ). Up to
+    [`FEW_ROWS`][] static rows it stacks one dynamic slice per row: XLA:CPU's cost model counts the whole operand of
+    a gather, so a gather of 8 rows of Cadata's (20640, 8) arm matrix was split over the thread pool, and the
+    dispatch cost more than the read (a loop of that 8-row read on the 2-core CPU: 3.2 us an iteration as a gather,
+    0.23 us as slices; BBKB's in-batch step 32.8 -> 27.9 us). Bit-identical to the gather (a copy)."""
     n = idx.shape[0]
     if n > FEW_ROWS:
         return x[idx]

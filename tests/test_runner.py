@@ -411,8 +411,8 @@ def test_compiler_options_this_xla_does_not_have_fall_back_to_its_defaults():
 
 
 def test_default_rounds_per_call():
-    """Sequential algorithms chunk up to 64 single-step rounds; batched ones 4 rounds, 8 where a device maps over
-    several elements (ten seeds over two CPU devices, or grid points on one)."""
+    """Sequential algorithms chunk up to 64 single-step rounds; batched ones 4 rounds, 8 where several devices each
+    map over several elements (ten seeds, or one seed at four grid points, over two CPU devices)."""
     from types import SimpleNamespace
 
     def spec(n_seeds, n_devices, seed_axis, points=1):
@@ -424,5 +424,6 @@ def test_default_rounds_per_call():
     assert finite.default_rounds_per_call(True, 10_000, spec(1, 1, "map")) == 4
     assert finite.default_rounds_per_call(True, 10_000, spec(2, 2, "map")) == 4
     assert finite.default_rounds_per_call(True, 10_000, spec(10, 2, "map")) == 8
+    assert finite.default_rounds_per_call(True, 10_000, spec(10, 1, "map")) == 4  # one device: nothing waits
     assert finite.default_rounds_per_call(True, 10_000, spec(1, 2, "map", points=4)) == 8
     assert finite.default_rounds_per_call(True, 10_000, spec(100, 1, "vmap")) == 4

@@ -312,9 +312,10 @@ def lazy_argmax_round(tab: UCBTable, exact_at, epoch, refresh_many, A: int, fall
     still stale after the first) refreshes the ``per_block`` largest stale entries of each of the ``more_blocks``
     blocks with the largest maxima. After either, the table's argmax (first index among its maxima) is the answer if
     it is exact: every stale entry bounds its arm's current UCB from above, so that arm is the first maximiser of the
-    exact UCBs — the selection of the one-at-a-time lazy rule, ties included. ``fallback`` is one flag for the seeds of a vmapped program ([`any_seed`][]): the branch not taken
-    costs nothing. Returns ``(tab, exact_at, n_refreshed)``, the refreshed entries stamped ``epoch``; the step is
-    decided iff ``exact_at[table_argmax(tab)] >= epoch``.
+    exact UCBs — the selection of the one-at-a-time lazy rule, ties included. ``fallback`` is one flag for the seeds
+    of a vmapped program ([`any_seed`][]): the branch not taken costs nothing. Returns ``(tab, exact_at,
+    n_refreshed)``, the refreshed entries stamped ``epoch``; the step is decided iff
+    ``exact_at[table_argmax(tab)] >= epoch``.
     """
     nb, B = tab.values.shape
     size = max(min(k, min(k, nb) * B), min(more_blocks, nb) * min(per_block, B))  # candidates of either round
@@ -322,7 +323,8 @@ def lazy_argmax_round(tab: UCBTable, exact_at, epoch, refresh_many, A: int, fall
     # The round's writes are made here, outside the branches: a table written inside a branch is copied whole
     # at every step (XLA:CPU, two copies of the A-entry table per in-batch step).
     idx, values, valid, rows = jax.lax.cond(
-        fallback, lambda: _refresh_round(tab, exact_at, epoch, refresh_many, A, more_blocks, per_block, size, n_blocks),
+        fallback,
+        lambda: _refresh_round(tab, exact_at, epoch, refresh_many, A, more_blocks, per_block, size, n_blocks),
         lambda: _refresh_round(tab, exact_at, epoch, refresh_many, A, k, None, size, n_blocks))
     table = tab.values.reshape(-1).at[idx].set(values).reshape(nb, B)
     block_max = tab.block_max.at[rows].set(jnp.max(table[rows], axis=1))

@@ -97,14 +97,15 @@ def check_options(spec, kernel, capacity) -> None:
 
 def default_rounds_per_call(batched: bool, T: int, run: RunSpec) -> int:
     """Rounds per compiled chunk where the run does not set them: a sequential algorithm's rounds are single steps,
-    so up to 64 of them (T / 100); a batched one's 4, or 8 where each device maps over several elements. The devices
-    wait for each other at the end of every chunk, each for the slowest of its elements' sums, and longer chunks
-    spread that wait over more work: BBKB on Cadata, T = 10^4, ten seeds over the 2-core CPU's two devices, 8 rounds
-    ran 1.6-4.2% faster than 4 in three sets of 2-4 alternations (2026-12-05), one seed the same."""
+    so up to 64 of them (T / 100); a batched one's 4, or 8 where several devices each map over several elements. The
+    devices wait for each other at the end of every chunk, the one whose elements' rounds took less for the other,
+    and longer chunks spread that wait over more work: BBKB on Cadata, T = 10^4, ten seeds over the 2-core CPU's two
+    devices, 8 rounds ran 1.6-4.2% faster than 4 in three sets of 2-4 alternations (2026-12-05); one seed, on one
+    device, the same."""
     if not batched:
         return max(1, min(64, T // 100))
     per_device = len(run.seeds) * len(run.points) / max(run.n_devices, 1)
-    return 8 if run.seed_axis == "map" and per_device > 1 else 4
+    return 8 if run.n_devices > 1 and run.seed_axis == "map" and per_device > 1 else 4
 
 
 def setup(run: RunSpec, jdt) -> Setup:

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import sketchbo as sb
+from sketchbo.engine import host
 from sketchbo.engine.prepare import prepare
 from sketchbo.engine.run import check_run
 from sketchbo.algorithms import box_hyper
@@ -174,7 +175,8 @@ def _rounds(name, seed_axis, n_rounds):
     static = box.static_config(name, spec.hypers[0], HARTMANN.d, kw["T"], kw["T"])
     buffer = box.Buffer(box_hyper.data_rows, static.n0, static.cap)
     init, chunk = box.make_program(build_bo(BO_ALGORITHMS[name], static), HARTMANN, kw["T"], seed_axis, 1, 1, buffer)
-    keys, elements, shared = prepared.init_args
+    keys, elements = host.joined([w.init_args[:2] for w in prepared.waves], eager=True)  # every element
+    shared = prepared.waves[0].init_args[2]
     carry, noise = init(keys, elements, shared)
     out = []
     for _ in range(n_rounds):

@@ -25,7 +25,7 @@ T = 389  # a horizon no other dimension of the program has (A = 300, m_max = 128
 def compiled_chunk_hlo(algorithm: str, seed_axis: str = "vmap") -> str:
     spec = check_run(algorithm, make_problem("gp_sample", A=300, d=2, seed=0), T=T, n_seeds=3, seed_axis=seed_axis)
     prep = prepare(spec)
-    keys, params, shared = prep.init_args
+    keys, params, shared = prep.waves[0].init_args  # the program's elements (map: one seed per wave)
     static = finite.make_static(algorithm, spec.hypers[0], 300, 2, T, "rbf", prep.capacities)
     init_fn, chunk_fn = finite.make_program(build(ALGORITHMS[algorithm], static), T, seed_axis, 4)
     carry, noise = jax.eval_shape(init_fn, keys, params, shared)

@@ -93,16 +93,15 @@ class Prepared(NamedTuple):
     Attributes:
         domain: the host loop's view of the run (``engine.host.Loop``)
         capacities: first static capacities
-        init_args: `(seeds (E,) int64, elements, shared)` of the init program
-        chunk_args: `(elements, shared)` after (seeds, carry, noise) in the chunk program
+        waves: the elements' waves (``engine.host.Wave``: each wave's init and chunk arguments; one wave unless the
+            elements run one after another on each device, ``engine.program.wave_bounds``)
         identity: `()` -> the run's identity (plain JSON) for checkpoints
         collect: `(g, carry, noise, driven, wall0)` -> RunResult of grid point g (sliced carry/noise)
     """
 
     domain: host.Loop
     capacities: dict
-    init_args: tuple
-    chunk_args: tuple
+    waves: list
     identity: Callable
     collect: Callable
 

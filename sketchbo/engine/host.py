@@ -65,7 +65,7 @@ class Driven(NamedTuple):
     """What a run produced: the final carry and its bookkeeping.
 
     Attributes:
-        carry: `(state, traces)` , stacked over the program's elements
+        carry: `(state, traces)` , stacked over every element (numpy arrays where the run had several waves)
         noise: `(n_elements, T)` standard normal draws of the observation noise
         round_times: `(rounds,)` wall time per round (a chunk's time split over its rounds)
         compile_s: compilation time of every program used (growth steps included)
@@ -81,43 +81,95 @@ class Driven(NamedTuple):
     events: list
 
 
-def _rounds(carry) -> int:
-    return int(np.max(np.asarray(carry[1].rounds)))
+class Wave(NamedTuple):
+    """The arguments of one wave of elements (``engine.program.wave_bounds``).
+
+    Attributes:
+        init_args: `(seeds (E_w,) int64, elements, shared)` of the init program
+        chunk_args: `(elements, shared)` after (seeds, carry, noise) in the chunk program
+    """
+
+    init_args: tuple
+    chunk_args: tuple
 
 
-def _start(domain: Loop, capacities: dict, init_args, saved):
-    """(init_c, chunk_c, compile_s, carry, noise) at ``capacities``, from round 0 or the checkpoint."""
+class _Joined:
+    """One leaf of the waves' carries read as one array over every element: concatenated on the host when read
+    (``np.asarray``), so that the domain's checks and a checkpoint see the carry of the whole run."""
+
+    def __init__(self, parts):
+        self.parts = parts
+
+    def __array__(self, dtype=None, copy=None):
+        joined = np.concatenate([np.asarray(p) for p in self.parts])
+        return joined if dtype is None else joined.astype(dtype, copy=False)
+
+
+def joined(trees: list, eager: bool = False):
+    """The waves' trees (carries or noises) as one tree over every element: the tree itself for one wave, else leaves
+    concatenated on the host when read ([`_Joined`][]) or, with ``eager``, now (numpy arrays)."""
+    if len(trees) == 1:
+        return trees[0]
+    if eager:
+        return jax.tree.map(lambda *parts: np.concatenate([np.asarray(p) for p in parts]), *trees)
+    return jax.tree.map(lambda *parts: _Joined(parts), *trees)
+
+
+def _rounds(carries: list) -> int:
+    return max(int(np.max(np.asarray(c[1].rounds))) for c in carries)
+
+
+def _t_min(carries: list) -> int:
+    return min(int(np.min(np.asarray(c[0].t))) for c in carries)
+
+
+def _start(domain: Loop, capacities: dict, waves: list, saved):
+    """(init_c, chunk_c, compile_s, carries, noises) at ``capacities``, one carry and noise per wave, from round 0 or
+    the checkpoint (whose carry holds every element, in the waves' order)."""
     init_c, chunk_c, compile_s = domain.program(capacities)
-    carry, noise = init_c(*init_args)  # the noise derives from the seeds' keys: recomputed, not stored
+    carries, noises = map(list, zip(*(init_c(*w.init_args) for w in waves)))  # noise: from the seeds' keys
     if saved is not None:
-        carry = ckpt.restored(saved, carry)
-        ckpt.say_resuming(domain.label, saved, int(np.min(np.asarray(carry[0].t))), domain.T, _rounds(carry))
-    return init_c, chunk_c, compile_s, carry, noise
+        lo = np.cumsum([0] + [int(w.init_args[0].shape[0]) for w in waves])
+        carries = [ckpt.restored(saved._replace(leaves=[leaf[a:b] for leaf in saved.leaves]), c)
+                   for a, b, c in zip(lo[:-1], lo[1:], carries)]
+        ckpt.say_resuming(domain.label, saved, _t_min(carries), domain.T, _rounds(carries))
+    return init_c, chunk_c, compile_s, carries, noises
 
 
-def drive(domain: Loop, capacities: dict, init_args, chunk_args, progress: Progress,
+def _grown(domain: Loop, init_c, waves: list, carries: list) -> list:
+    """Every wave's carry in the buffers of the program ``init_c`` belongs to (capacity growth)."""
+    out = []
+    for w, carry in zip(waves, carries):
+        template = init_c(*w.init_args)[0]
+        out.append(jax.tree.map(lambda a, ref: jax.device_put(a, ref.sharding), domain.grow(carry, template), template))
+    return out
+
+
+def drive(domain: Loop, capacities: dict, waves: list, progress: Progress,
           checkpointing: Checkpointing | None = None) -> Driven:
-    """Run to t = T for every element: ``chunk_c(seeds, carry, noise, *chunk_args)`` with ``seeds = init_args[0]``."""
+    """Run to t = T for every element: per wave ``w`` ([`Wave`][]), ``chunk_c(seeds, carry, noise, *w.chunk_args)``
+    with ``seeds = w.init_args[0]``; every wave's chunk is started before the loop waits for the first."""
     events, round_times, saved = [], [], None
     if checkpointing is not None:
         saved = ckpt.load_checkpoint(checkpointing.path, checkpointing.identity, domain.label)
         if saved is not None:  # go on at the capacities (with the events and round times) of the checkpoint
             capacities, events, round_times = dict(saved.capacities), list(saved.events), list(saved.round_times)
-    init_c, chunk_c, compile_s, carry, noise = _start(domain, capacities, init_args, saved)
-    seeds, last_write = init_args[0], len(round_times)
-    progress.restart(int(np.min(np.asarray(carry[0].t))))  # a resumed run's ETA counts only its new steps
+    init_c, chunk_c, compile_s, carries, noises = _start(domain, capacities, waves, saved)
+    last_write = len(round_times)
+    progress.restart(_t_min(carries))  # a resumed run's ETA counts only its new steps
     while True:
-        last, before, t_call = carry, _rounds(carry), time.perf_counter()
-        carry = chunk_c(seeds, carry, noise, *chunk_args)
-        t_all = np.asarray(carry[0].t)  # blocks until the chunk is done
-        dt, rounds = time.perf_counter() - t_call, _rounds(carry)
+        last, before, t_call = carries, _rounds(carries), time.perf_counter()
+        carries = [chunk_c(w.init_args[0], c, n, *w.chunk_args) for w, c, n in zip(waves, carries, noises)]
+        t_min = _t_min(carries)  # blocks until the chunks are done
+        dt, rounds = time.perf_counter() - t_call, _rounds(carries)
         round_times.extend([dt / (rounds - before)] * (rounds - before) if rounds > before else [])
-        progress(int(t_all.min()), rounds)
-        domain.check(carry)
-        if int(t_all.min()) >= domain.T:
-            progress(int(t_all.min()), rounds, final=True)
-            return Driven(carry, noise, np.asarray(round_times), compile_s, capacities, events)
-        larger, messages = domain.next_capacities(carry, capacities)
+        progress(t_min, rounds)
+        domain.check(joined(carries))
+        if t_min >= domain.T:
+            progress(t_min, rounds, final=True)
+            return Driven(joined(carries, eager=True), joined(noises, eager=True), np.asarray(round_times),
+                          compile_s, capacities, events)
+        larger, messages = domain.next_capacities(joined(carries), capacities)
         if larger is not None:  # grow, and go on from the last completed chunk (docs/architecture.md#capacity-growth)
             for message in messages:
                 print(f"[{domain.label}] {message}", file=sys.stderr, flush=True)
@@ -125,13 +177,11 @@ def drive(domain: Loop, capacities: dict, init_args, chunk_args, progress: Progr
             if not domain.waits:
                 del round_times[len(round_times) - (rounds - before):]  # this chunk is computed again
             init_c, chunk_c, cs = domain.program(larger)
-            template = init_c(*init_args)[0]
-            carry = jax.tree.map(lambda a, ref: jax.device_put(a, ref.sharding),
-                                 domain.grow(carry if domain.waits else last, template), template)
+            carries = _grown(domain, init_c, waves, carries if domain.waits else last)
             compile_s, capacities = compile_s + cs, larger
-            progress.mark(int(np.min(np.asarray(carry[0].t))))  # a step costs more from here on
+            progress.mark(_t_min(carries))  # a step costs more from here on
             continue
         if checkpointing is not None and rounds - last_write >= checkpointing.every:
             ckpt.save_checkpoint(checkpointing.path, checkpointing.identity, capacities, events, rounds,
-                                 round_times, carry)
+                                 round_times, joined(carries))
             last_write = rounds

@@ -13,7 +13,7 @@ from sketchbo.algorithms import ALGORITHMS
 from sketchbo.engine import checkpoint as ckpt
 from sketchbo.engine import host
 from sketchbo.engine.domain import Prepared, RunSpec, get_domain
-from sketchbo.engine.program import compiled_program, element_seeds, stack_elements
+from sketchbo.engine.program import compiled_program, element_seeds, split_waves, stack_elements, wave_bounds
 
 
 def builtin(spec) -> bool:
@@ -31,7 +31,10 @@ def prepare(run: RunSpec) -> Prepared:
     elements = stack_elements([(alg.make_params(h, jdt, **ctx), np.asarray(xi, jdt))
                                for h, ctx, xi in zip(run.hypers, setup.contexts, setup.xis)],
                               len(run.seeds), run.n_devices)
-    init_args, chunk_args = (seeds, elements, setup.shared), (elements, setup.shared)
+    bounds = wave_bounds(seeds.shape[0], run.n_devices, run.seed_axis)
+    waves = [host.Wave((s, e, setup.shared), (e, setup.shared))
+             for s, e in split_waves((seeds, elements), bounds, run.n_devices)]
+    init_args, chunk_args = waves[0]  # every wave has the shapes of the first: one program
     storable = alg.domain == "arms" and builtin(alg)  # engine.compile_cache: the program store's scope
 
     def program(capacities):
@@ -53,7 +56,7 @@ def prepare(run: RunSpec) -> Prepared:
                                  dtype=run.dtype, seed_axis=run.seed_axis, rounds_per_call=setup.rounds_per_call,
                                  devices=run.n_devices, **setup.identity_extra)
 
-    return Prepared(loop, setup.capacities, init_args, chunk_args, identity, setup.collect)
+    return Prepared(loop, setup.capacities, waves, identity, setup.collect)
 
 
 __all__ = ["prepare"]

@@ -197,7 +197,7 @@ def run_grid(algorithm: str | AlgorithmSpec, problem: Problem | ContinuousProble
     prepared = prepare(spec)
     checkpointing = None if ckpt_path is None else host.Checkpointing(ckpt_path, ckpt_every, prepared.identity())
     domain = prepared.domain
-    driven = host.drive(domain, prepared.capacities, prepared.init_args, prepared.chunk_args,
+    driven = host.drive(domain, prepared.capacities, prepared.waves,
                         Progress(progress, domain.label, spec.T), checkpointing)
     n = len(spec.seeds)
     out = []

@@ -107,7 +107,7 @@ class _Joined:
 
 def joined(trees: list, eager: bool = False):
     """The waves' trees (carries or noises) as one tree over every element: the tree itself for one wave, else leaves
-    concatenated on the host when read ([`_Joined`][]) or, with ``eager``, now (numpy arrays)."""
+    concatenated on the host when read (``_Joined``) or, with ``eager``, now (numpy arrays)."""
     if len(trees) == 1:
         return trees[0]
     if eager:

@@ -474,8 +474,9 @@ def speed_ratio_table() -> str:
     heads = [f"`{n}`, {index()[n]['commit'].split()[0]}, {hhmm(d['meta']['date'])} UTC" for n, d in zip(SPEED_RECORDS, runs)]
     table = md_table(["comparison (authors' time / sketchbo's)", "target (issue 63)", *heads], rows,
                      "lr" + "r" * len(runs))
+    later = index()[SPEED_RECORDS[-1]]["commit"].split()[0]
     return block(table, "*First column: the medians above; the others: the same command run again (records `"
-                        + "`, `".join(SPEED_RECORDS[1:]) + "`; " + index()[SPEED_RECORDS[-1]]["commit"].split()[0] + " left these rows' programs unchanged).*")
+                        + "`, `".join(SPEED_RECORDS[1:]) + f"`; {later} left these rows' programs unchanged).*")
 
 
 def speed_values() -> dict:

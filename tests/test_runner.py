@@ -163,7 +163,6 @@ def test_seeds_do_not_depend_on_how_many_run_beside_them():
     np.testing.assert_array_equal(a.traces["query"][2:], b.traces["query"])
 
 
-
 def test_elements_mapped_on_one_device_run_as_waves_of_one_element(monkeypatch):
     """engine.program.wave_bounds: where one device maps over several elements the program is compiled for one
     element and called once per element (the same trajectories: the test above); a vmap and several devices keep one
@@ -183,6 +182,7 @@ def test_elements_mapped_on_one_device_run_as_waves_of_one_element(monkeypatch):
     res = run("bkb", SMALL, T=30, n_seeds=3, seed=10, seed_axis="map", devices=1, progress=False)
     assert shapes and set(shapes) == {(1,)}  # the program's elements: one seed
     assert res.traces["query"].shape == (3, 30) and res.n_devices == 1
+
 
 def test_grid_of_hyperparameters_in_one_program_equals_separate_runs():
     from sketchbo import run_grid

@@ -33,7 +33,7 @@ def prepare(run: RunSpec) -> Prepared:
                               len(run.seeds), run.n_devices)
     bounds = wave_bounds(seeds.shape[0], run.n_devices, run.seed_axis)
     waves = [host.Wave((s, e, setup.shared), (e, setup.shared))
-             for s, e in split_waves((seeds, elements), bounds, run.n_devices)]
+             for s, e in split_waves((seeds, elements), bounds)]
     init_args, chunk_args = waves[0]  # every wave has the shapes of the first: one program
     storable = alg.domain == "arms" and builtin(alg)  # engine.compile_cache: the program store's scope
 

@@ -96,16 +96,6 @@ def element_seeds(seeds: list, n_points: int, n_devices: int) -> jax.Array:
     return jax.device_put(np.asarray(el_seeds + el_seeds[-1:] * n_pad, np.int64))
 
 
-def element_sharding(n_devices: int):
-    """Where the program's per-element arguments live: split over a 1-D mesh of the first ``n_devices`` devices (one
-    ``NamedSharding``), or None for one device."""
-    if n_devices == 1:
-        return None
-    mesh = jax.make_mesh((n_devices,), ("elements",), axis_types=(jax.sharding.AxisType.Auto,),
-                         devices=jax.devices()[:n_devices])
-    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("elements"))
-
-
 def wave_bounds(n_elements: int, n_devices: int, seed_axis: str) -> list[tuple[int, int]]:
     """The waves of a run's elements, ``[(lo, hi), ...]``: the program is compiled for one wave and the host loop calls
     it once per wave, every wave's call started before it waits for the first. Where one device maps over several
@@ -120,15 +110,14 @@ def wave_bounds(n_elements: int, n_devices: int, seed_axis: str) -> list[tuple[i
     return [(i, i + 1) for i in range(n_elements)]
 
 
-def split_waves(tree, bounds: list[tuple[int, int]], n_devices: int) -> list:
-    """``tree`` (arrays with a leading element axis) as one tree per wave of ``bounds`` ([`wave_bounds`][]), each placed
-    where the program takes its elements ([`element_sharding`][]); one wave: ``[tree]`` unchanged. Split on the host:
-    no program is compiled for it."""
+def split_waves(tree, bounds: list[tuple[int, int]]) -> list:
+    """``tree`` (arrays with a leading element axis) as one tree per wave of ``bounds`` ([`wave_bounds`][]); one wave:
+    ``[tree]`` unchanged. Several waves run on one device (the default one), and are split on the host: no program is
+    compiled for it."""
     if len(bounds) == 1:
         return [tree]
-    sharding = element_sharding(n_devices)
     host = jax.tree.map(np.asarray, tree)
-    return [jax.tree.map(lambda a, lo=lo, hi=hi: jax.device_put(a[lo:hi], sharding), host) for lo, hi in bounds]
+    return [jax.tree.map(lambda a, lo=lo, hi=hi: jax.device_put(a[lo:hi]), host) for lo, hi in bounds]
 
 
 def jitted(init_all, chunk_all, n_devices: int = 1):
@@ -141,9 +130,10 @@ def jitted(init_all, chunk_all, n_devices: int = 1):
     to continue from after a capacity overflow."""
     if n_devices == 1:
         return jax.jit(init_all), jax.jit(chunk_all)
-    sh_el = element_sharding(n_devices)
-    mesh, el, rep = sh_el.mesh, sh_el.spec, jax.sharding.PartitionSpec()
-    sh_rep = jax.sharding.NamedSharding(mesh, rep)
+    mesh = jax.make_mesh((n_devices,), ("elements",), axis_types=(jax.sharding.AxisType.Auto,),
+                         devices=jax.devices()[:n_devices])
+    el, rep = jax.sharding.PartitionSpec("elements"), jax.sharding.PartitionSpec()
+    sh_el, sh_rep = jax.sharding.NamedSharding(mesh, el), jax.sharding.NamedSharding(mesh, rep)
     init_sm = jax.shard_map(init_all, mesh=mesh, in_specs=(el, el, rep), out_specs=el, check_vma=False)
     chunk_sm = jax.shard_map(chunk_all, mesh=mesh, in_specs=(el, el, el, el, rep), out_specs=el, check_vma=False)
     return (jax.jit(init_sm, in_shardings=(sh_el, sh_el, sh_rep), out_shardings=sh_el),

@@ -171,6 +171,10 @@ def test_elements_mapped_on_one_device_run_as_waves_of_one_element(monkeypatch):
     assert program.wave_bounds(3, 1, "vmap") == [(0, 3)]
     assert program.wave_bounds(4, 2, "map") == [(0, 4)]
     assert program.wave_bounds(1, 1, "map") == [(0, 1)]
+    assert program.per_device_waves(2, "map", storable=True)  # the CPU's devices, a program of the store
+    assert not program.per_device_waves(1, "map", storable=True)
+    assert not program.per_device_waves(2, "vmap", storable=True)
+    assert not program.per_device_waves(2, "map", storable=False)  # a user's algorithm, a box: partitioned
     shapes = []
     compiled = program.compiled_program
 
@@ -312,6 +316,9 @@ two = sb.run("bbkb", p, T=30, n_seeds=3, progress=False, params={"F": 1.0})  # 3
 one = sb.run("bbkb", p, T=30, n_seeds=3, progress=False, params={"F": 1.0}, devices=1)
 out["same"] = all(np.array_equal(two.traces[k], one.traces[k]) for k in one.traces)
 out["layouts"] = [[r.seed_axis, r.n_devices, r.elements_per_device] for r in (two, one)]
+from sketchbo.engine import program, replicas
+out["per_device"] = sorted(len(c.by_device) if isinstance(c, replicas.OnDevices) else 0
+                           for fns in program._PROGRAMS.values() for c in fns)
 print(json.dumps(out))
 """
 
@@ -336,7 +343,55 @@ def test_use_cpu_cores_shards_the_seeds_over_cpu_devices_with_the_same_trajector
     device count is then min(devices, elements); once the backends are up it changes nothing."""
     out = _in_fresh_cpu_process(CORES, timeout=600)
     assert out == {"requested": 2, "devices": 2, "one_seed": 1, "five_seeds": 2, "too_late": 2, "same": True,
-                   "layouts": [["map", 2, 2], ["map", 1, 3]]}, out  # each device ran its share one after another
+                   "layouts": [["map", 2, 2], ["map", 1, 3]],  # each device ran its share one after another
+                   "per_device": [0, 0, 2, 2]}, out  # two's init and chunk: one program on both devices
+
+
+PER_DEVICE = """
+import json, os, tempfile
+os.environ["SKETCHBO_COMPILE_CACHE"] = tempfile.mkdtemp()  # a cache of its own: both layers empty
+import jax
+import numpy as np
+import sketchbo as sb
+sb.use_cpu_cores(2)
+from sketchbo.engine import compile_cache, program, replicas
+compiles = []
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, duration, **kw: compiles.append(1) if event == "/jax/core/compile/backend_compile_duration" else None)
+p = sb.make_problem("gp_sample", A=100, d=2, sigma2=0.2, seed=2)
+kw = dict(T=30, n_seeds=3, progress=False, params={"F": 1.0})
+one = sb.run("bbkb", p, devices=1, **kw)
+out = {}
+for case in ("compiled", "store", "compiled per device"):
+    program._PROGRAMS.clear()  # as a new process: the program store, JAX's cache, or XLA
+    if case == "compiled per device":  # no executable to load: JAX's cache served the first device's
+        compile_cache.STORE = False
+        replicas.load_on = lambda entry, device: None
+    del compiles[:]
+    res = sb.run("bbkb", p, **kw)
+    progs = [c for fns in program._PROGRAMS.values() for c in fns]
+    out[case] = {"same": all(np.array_equal(res.traces[k], one.traces[k]) for k in one.traces),
+                 "compiles": len(compiles), "devices": [len(c.by_device) for c in progs]}
+small = {**kw, "params": {"F": 1.0, "m_max": 3, "u_max": 4}}  # capacity growth, checkpoints written and resumed
+grown, ck = sb.run("bbkb", p, devices=1, **small), os.path.join(tempfile.mkdtemp(), "ck.npz")
+two = [sb.run("bbkb", p, checkpoint=ck, checkpoint_every=1, **small) for _ in range(2)]  # the second resumes
+out["growth"] = [all(np.array_equal(r.traces[k], grown.traces[k]) for k in grown.traces)
+                 and r.capacity_events == grown.capacity_events != [] for r in two]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.extended
+def test_one_program_runs_on_every_cpu_device_compiled_once_loaded_from_the_store_or_compiled_per_device():
+    """engine.replicas: the seeds' one-element program on two CPU devices is compiled once (init and chunk) and
+    loaded onto the second device; a later run loads both from the program store without compiling; where there is
+    no executable to load (JAX's cache served it) each device's is compiled. The trajectories are one device's, with
+    capacity growth and a resumed checkpoint too."""
+    out = _in_fresh_cpu_process(PER_DEVICE, timeout=600)
+    for case in (out[k] for k in ("compiled", "store", "compiled per device")):
+        assert case["same"] and case["devices"] == [2, 2], out
+    assert out["compiled"]["compiles"] == 2 and out["store"]["compiles"] == 0, out
+    assert out["growth"] == [True, True], out  # grown and resumed as on one device
 
 
 ONE_CPU_DEVICE = """

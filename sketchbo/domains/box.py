@@ -114,9 +114,9 @@ def setup(run: RunSpec, jdt) -> Setup:
     rounds_per_call = run.rounds_per_call or max(1, min(16, T // 50))
     rows = alg.hooks.buffer_rows
 
-    def program(algorithm, static, capacities):
+    def program(algorithm, static, capacities, n_devices):
         buffer = None if rows is None else Buffer(rows, h0["n0"], capacities["cap"])
-        return make_program(algorithm, p, T, run.seed_axis, rounds_per_call, run.n_devices, buffer, alg.merged_rows)
+        return make_program(algorithm, p, T, run.seed_axis, rounds_per_call, n_devices, buffer, alg.merged_rows)
 
     def next_caps(carry, capacities):
         state = carry[0]

@@ -120,8 +120,8 @@ def setup(run: RunSpec, jdt) -> Setup:
     rounds_per_call = run.rounds_per_call or default_rounds_per_call(alg.batched, T, run)
     recorded = None if p.samples is None else (jnp.asarray(p.samples, jdt), jnp.asarray(p.n_samples, jnp.int32))
 
-    def program(algorithm, static, capacities):
-        return make_program(algorithm, T, run.seed_axis, rounds_per_call, run.n_devices)
+    def program(algorithm, static, capacities, n_devices):
+        return make_program(algorithm, T, run.seed_axis, rounds_per_call, n_devices)
 
     def next_caps(carry, capacities):
         if not np.any(np.asarray(carry[1].overflow)):

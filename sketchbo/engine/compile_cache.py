@@ -200,9 +200,9 @@ def _ensure_lapack() -> None:
 
 
 def load(key: str, devices):
-    """The executables stored under ``key`` (a tuple, as given to [`save`][]), loaded onto ``devices`` (those they were
-    compiled for, e.g. ``jax.devices()[:n]``), or None: not stored, the store off, or an entry that does not load
-    (it is then deleted)."""
+    """``(executables, entries)`` stored under ``key``: the executables (a tuple, as given to [`save`][] serialized)
+    loaded onto ``devices`` (those they were compiled for, e.g. ``jax.devices()[:n]``) and their serialized entries
+    ([`serialized`][]); or None: not stored, the store off, or an entry that does not load (it is then deleted)."""
     store = _store()
     if store is None:
         return None
@@ -220,7 +220,19 @@ def load(key: str, devices):
         f.unlink(missing_ok=True)
         return None
     os.utime(f)  # recently used
-    return loaded
+    return loaded, entries
+
+
+def serialized(compiled):
+    """``compiled`` serialized for the store or for other devices (``jax.experimental.serialize_executable``:
+    ``(bytes, in_tree, out_tree)``), or None where it cannot be. Only an executable compiled in this process
+    serializes whole ([`jax_cache_hits`][])."""
+    from jax.experimental import serialize_executable  # noqa: PLC0415
+
+    try:
+        return serialize_executable.serialize(compiled)
+    except Exception:  # noqa: BLE001  (a cache never fails a run)
+        return None
 
 
 _THREAD_HITS = threading.local()  # per thread: programs it has loaded from JAX's persistent cache
@@ -247,18 +259,16 @@ def jax_cache_hits() -> int:
     return getattr(_THREAD_HITS, "n", 0)
 
 
-def save(key: str, executables) -> None:
-    """Store the compiled ``executables`` (a tuple) under ``key``, atomically; nothing where the store is off or the
-    executables cannot be serialized. The oldest entries go beyond [`MAX_BYTES`][]. The executables must have been
-    compiled in this process, not loaded from JAX's persistent cache ([`jax_cache_hits`][])."""
+def save(key: str, entries) -> None:
+    """Store the serialized executables ``entries`` (a tuple of [`serialized`][] ones) under ``key``, atomically;
+    nothing where the store is off or an entry is None. The oldest entries go beyond [`MAX_BYTES`][]. The executables
+    must have been compiled in this process, not loaded from JAX's persistent cache ([`jax_cache_hits`][])."""
     store = _store()
-    if store is None:
+    if store is None or any(e is None for e in entries):
         return
-    from jax.experimental import serialize_executable  # noqa: PLC0415
-
     tmp = None
     try:
-        blob = pickle.dumps(tuple(serialize_executable.serialize(c) for c in executables))
+        blob = pickle.dumps(tuple(entries))
         store.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=store, suffix=".tmp", delete=False) as tmp:
             tmp.write(blob)
@@ -286,4 +296,4 @@ def _evict(store: Path) -> None:
 
 
 __all__ = ["DEFAULT_DIR", "ENV", "MAX_BYTES", "STORE", "cache_dir", "clear", "configure", "enable_default",
-           "jax_cache_hits", "load", "program_key", "requested_dir", "save", "source_digest"]
+           "jax_cache_hits", "load", "program_key", "requested_dir", "save", "serialized", "source_digest"]

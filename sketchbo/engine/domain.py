@@ -57,7 +57,8 @@ class Setup(NamedTuple):
         shared: arrays every element reads (replicated), after (seeds, carry, noise, elements)
         rounds_per_call: rounds per compiled chunk
         capacities: the first capacities
-        make_program: (algorithm's functions, static, capacities) -> (init_fn, chunk_fn), jitted
+        make_program: (algorithm's functions, static, capacities, n_devices) -> (init_fn, chunk_fn), jitted over
+            ``n_devices`` devices (``engine.program.jitted``)
         cache_key: what identifies the compiled program besides the spec, static and run layout
         next_capacities: `(carry, capacities)` -> (larger capacities, [messages]) or (None, [])
         grow: (carry, template carry of the larger program) -> the carry in the larger buffers

@@ -13,7 +13,9 @@ from sketchbo.algorithms import ALGORITHMS
 from sketchbo.engine import checkpoint as ckpt
 from sketchbo.engine import host
 from sketchbo.engine.domain import Prepared, RunSpec, get_domain
-from sketchbo.engine.program import compiled_program, element_seeds, split_waves, stack_elements, wave_bounds
+from sketchbo.engine.program import (
+    compiled_program, element_seeds, per_device_waves, split_waves, stack_elements, wave_bounds,
+)
 
 
 def builtin(spec) -> bool:
@@ -27,25 +29,29 @@ def prepare(run: RunSpec) -> Prepared:
     alg = run.alg
     jdt = jnp.float64 if run.dtype == "float64" else jnp.float32
     setup = get_domain(alg.domain).setup(run, jdt)
-    seeds = element_seeds(run.seeds, len(run.points), run.n_devices)
+    storable = alg.domain == "arms" and builtin(alg)  # engine.compile_cache: the program store's scope
+    spread = per_device_waves(run.n_devices, run.seed_axis, storable)
+    n_program = 1 if spread else run.n_devices  # the devices one program is partitioned over
+    seeds = element_seeds(run.seeds, len(run.points), n_program)
     elements = stack_elements([(alg.make_params(h, jdt, **ctx), np.asarray(xi, jdt))
                                for h, ctx, xi in zip(run.hypers, setup.contexts, setup.xis)],
-                              len(run.seeds), run.n_devices)
-    bounds = wave_bounds(seeds.shape[0], run.n_devices, run.seed_axis)
-    waves = [host.Wave((s, e, setup.shared), (e, setup.shared))
-             for s, e in split_waves((seeds, elements), bounds)]
+                              len(run.seeds), n_program)
+    bounds = wave_bounds(seeds.shape[0], n_program, run.seed_axis)
+    devices = jax.devices()[:run.n_devices] if spread else [jax.devices()[0]]
+    shared = [jax.device_put(setup.shared, d) for d in devices] if spread else [setup.shared]
+    waves = [host.Wave((s, e, shared[i % len(shared)]), (e, shared[i % len(shared)]))
+             for i, (s, e) in enumerate(split_waves((seeds, elements), bounds, devices if spread else None))]
     init_args, chunk_args = waves[0]  # every wave has the shapes of the first: one program
-    storable = alg.domain == "arms" and builtin(alg)  # engine.compile_cache: the program store's scope
 
     def program(capacities):
         static = alg.static(run.hypers[0], setup.setting, capacities)
         key = (alg.domain, alg, static, *setup.cache_key, run.T, run.seed_axis, setup.rounds_per_call,
-               run.n_devices, seeds.shape, str(jdt.dtype), jax.tree.structure(elements))
-        store = ((alg.name, repr(static), run.T, run.seed_axis, setup.rounds_per_call, run.n_devices)
+               run.n_devices, spread, seeds.shape, str(jdt.dtype), jax.tree.structure(elements))
+        store = ((alg.name, repr(static), run.T, run.seed_axis, setup.rounds_per_call, n_program)
                  if storable else None)
-        return compiled_program(key, lambda: setup.make_program(alg.build(static), static, capacities),
-                                init_args, chunk_args, cpu_options=setup.cpu_options, n_devices=run.n_devices,
-                                store_parts=store)
+        return compiled_program(key, lambda: setup.make_program(alg.build(static), static, capacities, n_program),
+                                init_args, chunk_args, cpu_options=setup.cpu_options, n_devices=n_program,
+                                store_parts=store, devices=devices if spread else None)
 
     points = f" grid of {len(run.points)}" if len(run.points) > 1 else ""
     loop = host.Loop(label=f"{run.algorithm}/{run.problem.name}{points}", T=run.T, program=program,

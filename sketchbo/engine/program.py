@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sketchbo.algorithms.common import SEED_AXIS
-from sketchbo.engine import compile_cache
+from sketchbo.engine import compile_cache, replicas
 from sketchbo.engine.lapack_overlap import LapackOverlapWarning, batched_lapack_calls, overlapping_lapack_calls
 
 
@@ -97,27 +97,43 @@ def element_seeds(seeds: list, n_points: int, n_devices: int) -> jax.Array:
 
 
 def wave_bounds(n_elements: int, n_devices: int, seed_axis: str) -> list[tuple[int, int]]:
-    """The waves of a run's elements, ``[(lo, hi), ...]``: the program is compiled for one wave and the host loop calls
-    it once per wave, every wave's call started before it waits for the first. Where one device maps over several
-    elements one after another (``seed_axis="map"``), a wave is one element: XLA then compiles no loop over the
-    elements, whose slicing and writing back of every carried array were 70 of the chunk's kernels and 0.26 s of its
-    compilation (BBKB on Cadata, T = 10^4: 1.94 s for two elements against 1.68 s for one), and the device runs the
-    waves one after another as it ran the loop's iterations (five seeds: the same execution time). Otherwise one wave
-    holds every element: under a vmap, and over several devices, where waves of one element per device compiled
-    0.15-0.2 s less but ran 0.3-0.6 s longer than each device's loop (ten seeds on two CPU devices, 3 alternations)."""
+    """The waves of a run's elements, ``[(lo, hi), ...]``, for a program partitioned over ``n_devices`` devices (1
+    where each wave runs on one device, [`per_device_waves`][]): the program is compiled for one wave and the host
+    loop calls it once per wave, every wave's call started before it waits for the first. Where a one-device program
+    maps over elements one after another (``seed_axis="map"``), a wave is one element: XLA then compiles no loop over
+    the elements, whose slicing and writing back of every carried array were 70 of the chunk's kernels and 0.26 s of
+    its compilation (BBKB on Cadata, T = 10^4: 1.94 s for two elements against 1.68 s for one), and the device runs
+    the waves one after another as it ran the loop's iterations (five seeds: the same execution time). Otherwise one
+    wave holds every element: under a vmap, and over several devices, where waves of one element per device through
+    the partitioned program compiled 0.15-0.2 s less but ran 0.3-0.6 s longer than each device's loop (its calls
+    return only after most of their work; ten seeds on two CPU devices, 3 alternations)."""
     if seed_axis != "map" or n_devices > 1:
         return [(0, n_elements)]
     return [(i, i + 1) for i in range(n_elements)]
 
 
-def split_waves(tree, bounds: list[tuple[int, int]]) -> list:
-    """``tree`` (arrays with a leading element axis) as one tree per wave of ``bounds`` ([`wave_bounds`][]); one wave:
-    ``[tree]`` unchanged. Several waves run on one device (the default one), and are split on the host: no program is
-    compiled for it."""
+def per_device_waves(n_devices: int, seed_axis: str, storable: bool) -> bool:
+    """Whether the elements of a run over ``n_devices`` devices run as waves of one element, each on one device, all
+    with one compiled one-device program that the other devices load (``engine.replicas``): on several CPU devices
+    mapping over their elements (``seed_axis="map"``), for a program of the program store (``storable``), whose
+    serialized executable a later process loads from the store and copies to every device. Another program, served
+    by JAX's persistent cache (which keeps one executable per device), is partitioned over the devices instead. BBKB on
+    Cadata, T = 10^4, ten seeds on the 2-core CPU's two devices (4 alternations, 2026-12-05): compilation 1.76 s, of
+    which about 0.17 s loads the copy onto the second device, against 1.96 s for the partitioned program; execution
+    8.30 s against 8.39 s."""
+    return n_devices > 1 and seed_axis == "map" and storable and jax.default_backend() == "cpu"
+
+
+def split_waves(tree, bounds: list[tuple[int, int]], devices: list | None = None) -> list:
+    """``tree`` (arrays with a leading element axis) as one tree per wave of ``bounds`` ([`wave_bounds`][]), wave i
+    on ``devices[i % len(devices)]`` (None: the default device); one wave: ``[tree]`` unchanged. Split on the
+    host: no program is compiled for it."""
     if len(bounds) == 1:
         return [tree]
     host = jax.tree.map(np.asarray, tree)
-    return [jax.tree.map(lambda a, lo=lo, hi=hi: jax.device_put(a[lo:hi]), host) for lo, hi in bounds]
+    devices = devices or [None]
+    return [jax.tree.map(lambda a, lo=lo, hi=hi, d=devices[i % len(devices)]: jax.device_put(a[lo:hi], d), host)
+            for i, (lo, hi) in enumerate(bounds)]
 
 
 def jitted(init_all, chunk_all, n_devices: int = 1):
@@ -145,7 +161,7 @@ _MAX_PROGRAMS = 32
 
 
 def compiled_program(cache_key, make_fns, init_args, chunk_rest, cpu_options: dict | None = None,
-                     n_devices: int = 1, store_parts: tuple | None = None):
+                     n_devices: int = 1, store_parts: tuple | None = None, devices: list | None = None):
     """``(init_c, chunk_c, compile_s)`` of the program ``make_fns() -> (init_fn, chunk_fn)``, compiled on first use of
     ``cache_key`` and reused after (compile_s = 0). ``init_fn(*init_args) -> (carry, noise)``;
     ``chunk_fn(init_args[0], carry, noise, *chunk_rest)`` (the first argument is the elements' seeds). ``cpu_options``:
@@ -154,20 +170,27 @@ def compiled_program(cache_key, make_fns, init_args, chunk_rest, cpu_options: di
     the on-disk program store (``engine.compile_cache``; None: not stored), from which a later process loads each of
     the two programs without tracing it (compile_s is then the loading time). Each is stored on its own, and only
     when this process compiled it: one that JAX's persistent cache served is not ([`compile_fresh`][]), while the
-    other still is (e.g. BBKB with another number of rounds per call: the same init program, a chunk of its own)."""
+    other still is (e.g. BBKB with another number of rounds per call: the same init program, a chunk of its own).
+    ``devices``: CPU devices that each run this one-device program (its arguments on the first of them): both
+    programs then come as ``engine.replicas.OnDevices``, compiled once and loaded onto the other devices."""
     if cache_key in _PROGRAMS:
         return (*_PROGRAMS[cache_key], 0.0)
     tc = time.perf_counter()
     keys = store_keys(store_parts, cpu_options, init_args, chunk_rest)
-    loaded = tuple(load_one(k, n_devices) for k in keys)
-    programs = loaded
-    if None in loaded:
-        programs, fresh = compile_both(*make_fns(), init_args, chunk_rest, cpu_options, have=loaded)
-        for key, was_loaded, compiled, new in zip(keys, loaded, programs, fresh):
-            if was_loaded is None:
-                check_lapack_overlap(compiled, n_devices)
-                if key is not None and new:
-                    compile_cache.save(key, (compiled,))
+    stored = tuple(load_one(k, n_devices) for k in keys)
+    programs, entries = tuple(s and s[0] for s in stored), tuple(s and s[1] for s in stored)
+    if None in stored:
+        programs, fresh = compile_both(*make_fns(), init_args, chunk_rest, cpu_options, have=programs)
+        entries = tuple(e if e is not None else (compile_cache.serialized(c) if new and (key or devices) else None)
+                        for key, e, c, new in zip(keys, entries, programs, fresh))
+        for key, s, compiled, entry in zip(keys, stored, programs, entries):
+            if s is None:
+                check_lapack_overlap(compiled, len(devices or ()) or n_devices)
+                if key is not None and entry is not None:
+                    compile_cache.save(key, (entry,))
+    if devices:
+        programs = replicas.spread(programs, entries, devices, lambda d: compile_both(
+            *make_fns(), *jax.device_put((init_args, chunk_rest), d), cpu_options)[0])
     compile_s = time.perf_counter() - tc
     if len(_PROGRAMS) >= _MAX_PROGRAMS:
         _PROGRAMS.pop(next(iter(_PROGRAMS)))
@@ -176,10 +199,10 @@ def compiled_program(cache_key, make_fns, init_args, chunk_rest, cpu_options: di
 
 
 def load_one(key, n_devices: int):
-    """The program stored under ``key`` on the first ``n_devices`` devices, or None (no key, not stored, or an entry that
-    does not hold one program)."""
-    entry = None if key is None else compile_cache.load(key, jax.devices()[:n_devices])
-    return entry[0] if entry is not None and len(entry) == 1 else None
+    """``(program, entry)`` stored under ``key``, the program loaded on the first ``n_devices`` devices and its
+    serialized entry; or None (no key, not stored, or an entry that does not hold one program)."""
+    found = None if key is None else compile_cache.load(key, jax.devices()[:n_devices])
+    return (found[0][0], found[1][0]) if found is not None and len(found[0]) == 1 else None
 
 
 def store_keys(store_parts, cpu_options, init_args, chunk_rest) -> tuple:

@@ -147,7 +147,7 @@ def _grown(domain: Loop, init_c, waves: list, carries: list) -> list:
 
 
 AHEAD_BACKENDS = ("cpu",)
-"""The backends on which the host loop starts each chunk before it waits for the one before ([`_next_chunks`][])."""
+"""The backends on which the host loop starts each chunk before it waits for the one before (``_next_chunks``)."""
 
 
 def _next_chunks(chunk_c, waves: list, carries: list, noises: list) -> list:
@@ -166,7 +166,7 @@ def drive(domain: Loop, capacities: dict, waves: list, progress: Progress,
           checkpointing: Checkpointing | None = None) -> Driven:
     """Run to t = T for every element: per wave ``w`` ([`Wave`][]), ``chunk_c(seeds, carry, noise, *w.chunk_args)``
     with ``seeds = w.init_args[0]``; every wave's chunk is started before the loop waits for the first, and on the CPU
-    each chunk's successor before the loop waits for it ([`_next_chunks`][])."""
+    each chunk's successor before the loop waits for it (``_next_chunks``)."""
     events, round_times, saved = [], [], None
     if checkpointing is not None:
         saved = ckpt.load_checkpoint(checkpointing.path, checkpointing.identity, domain.label)
@@ -175,7 +175,7 @@ def drive(domain: Loop, capacities: dict, waves: list, progress: Progress,
     init_c, chunk_c, compile_s, carries, noises = _start(domain, capacities, waves, saved)
     last_write = len(round_times)
     progress.restart(_t_min(carries))  # a resumed run's ETA counts only its new steps
-    ahead = jax.default_backend() in AHEAD_BACKENDS  # a chunk ahead ([`_next_chunks`][])
+    ahead = jax.default_backend() in AHEAD_BACKENDS  # a chunk ahead (``_next_chunks``)
     pending = _next_chunks(chunk_c, waves, carries, noises)
     while True:
         last, before, t_call = carries, _rounds(carries), time.perf_counter()

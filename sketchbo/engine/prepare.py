@@ -37,10 +37,10 @@ def prepare(run: RunSpec) -> Prepared:
                                for h, ctx, xi in zip(run.hypers, setup.contexts, setup.xis)],
                               len(run.seeds), n_program)
     bounds = wave_bounds(seeds.shape[0], n_program, run.seed_axis)
-    devices = jax.devices()[:run.n_devices] if spread else [jax.devices()[0]]
+    devices = jax.devices()[:run.n_devices] if spread else None  # wave i on devices[i % n_devices]
     shared = [jax.device_put(setup.shared, d) for d in devices] if spread else [setup.shared]
     waves = [host.Wave((s, e, shared[i % len(shared)]), (e, shared[i % len(shared)]))
-             for i, (s, e) in enumerate(split_waves((seeds, elements), bounds, devices if spread else None))]
+             for i, (s, e) in enumerate(split_waves((seeds, elements), bounds, devices))]
     init_args, chunk_args = waves[0]  # every wave has the shapes of the first: one program
 
     def program(capacities):
@@ -51,7 +51,7 @@ def prepare(run: RunSpec) -> Prepared:
                  if storable else None)
         return compiled_program(key, lambda: setup.make_program(alg.build(static), static, capacities, n_program),
                                 init_args, chunk_args, cpu_options=setup.cpu_options, n_devices=n_program,
-                                store_parts=store, devices=devices if spread else None)
+                                store_parts=store, devices=devices)
 
     points = f" grid of {len(run.points)}" if len(run.points) > 1 else ""
     loop = host.Loop(label=f"{run.algorithm}/{run.problem.name}{points}", T=run.T, program=program,

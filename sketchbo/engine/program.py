@@ -116,8 +116,8 @@ def per_device_waves(n_devices: int, seed_axis: str, storable: bool) -> bool:
     """Whether the elements of a run over ``n_devices`` devices run as waves of one element, each on one device, all
     with one compiled one-device program that the other devices load (``engine.replicas``): on several CPU devices
     mapping over their elements (``seed_axis="map"``), for a program of the program store (``storable``), whose
-    serialized executable a later process loads from the store and copies to every device. Another program, served
-    by JAX's persistent cache (which keeps one executable per device), is partitioned over the devices instead. BBKB on
+    serialized executable a later process loads from the store and copies to every device. Another program may come
+    from JAX's persistent cache, whose executables do not serialize whole again, so it is partitioned instead. BBKB on
     Cadata, T = 10^4, ten seeds on the 2-core CPU's two devices (4 alternations, 2026-12-05): compilation 1.76 s, of
     which about 0.17 s loads the copy onto the second device, against 1.96 s for the partitioned program; execution
     8.30 s against 8.39 s."""
